@@ -1,0 +1,131 @@
+"""Feature detection against the Hermes host (hermes-agent 0.19.0 on PyPI and newer).
+
+Every Hermes import in this module happens inside a function, so importing
+``hermes_chatto`` stays cheap and works without Hermes installed. The fallbacks follow
+``../shared/spec/hermes-platform-plugin.md`` §3.2, §4.2 and §9.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+
+def get_secret(name: str, default: str | None = None) -> str | None:
+    """Read a secret from the serving profile's scope.
+
+    Order: newer ``gateway.platforms._shared.get_scoped_secret``; else
+    ``agent.secret_scope.get_secret`` (the installed scope is authoritative), falling back
+    to ``os.environ`` only on ``UnscopedSecretError`` (the default profile under
+    multiplexing, built unscoped); else ``os.environ`` when Hermes is absent.
+    """
+    try:
+        from gateway.platforms._shared import get_scoped_secret  # type: ignore[import-not-found]
+    except Exception:
+        get_scoped_secret = None
+    if get_scoped_secret is not None:
+        try:
+            return get_scoped_secret(name, default)
+        except Exception:
+            pass
+    try:
+        from agent.secret_scope import UnscopedSecretError, get_secret as _get
+    except Exception:
+        return os.environ.get(name, default)
+    try:
+        return _get(name, default)
+    except UnscopedSecretError:
+        return os.environ.get(name, default)
+
+
+def hermes_home():
+    """The serving profile's Hermes home as a ``Path`` (follows the profile override)."""
+    try:
+        from hermes_constants import get_hermes_home
+    except Exception:
+        from pathlib import Path
+
+        return Path(os.environ.get("HERMES_HOME") or Path.home() / ".hermes")
+    return get_hermes_home()
+
+
+def scope_key() -> str:
+    """Cache key of the current profile scope: ``hermes_constants.hermes_home_key()`` when
+    the host has it, else the normcased resolved Hermes home (0.19.0)."""
+    try:
+        from hermes_constants import hermes_home_key  # type: ignore[attr-defined]
+
+        return str(hermes_home_key())
+    except Exception:
+        pass
+    return os.path.normcase(str(hermes_home().expanduser().resolve()))
+
+
+def platform_entry_fields() -> set[str]:
+    """Field names of ``gateway.platform_registry.PlatformEntry`` on this host."""
+    from gateway.platform_registry import PlatformEntry
+
+    return {f.name for f in dataclasses.fields(PlatformEntry)}
+
+
+def entry_kwargs(**kw: Any) -> dict[str, Any]:
+    """Drop keyword arguments this host's ``PlatformEntry`` does not have (an unknown
+    kwarg raises ``TypeError`` in the dataclass)."""
+    fields = platform_entry_fields()
+    return {k: v for k, v in kw.items() if k in fields}
+
+
+def make_event(**kw: Any):
+    """Build a ``MessageEvent`` by keywords, dropping fields this host lacks
+    (``allow_gateway_control``, ``user_id`` … are newer-only)."""
+    from gateway.platforms.base import MessageEvent
+
+    names = {f.name for f in dataclasses.fields(MessageEvent)}
+    return MessageEvent(**{k: v for k, v in kw.items() if k in names})
+
+
+def session_key(adapter: Any, source: Any) -> str:
+    """The session key the runner will use for ``source``, byte-identical to
+    ``runner._session_key_for_source(source)``.
+
+    Preference (spec §3.2): ``adapter._source_session_key`` (newer) →
+    ``adapter._event_session_key`` (intermediate) → ``adapter.gateway_runner.
+    _session_key_for_source`` (0.19.0 with a runner) → ``build_session_key`` with the
+    source's profile and the adapter's per-user flags.
+    """
+    fn = getattr(adapter, "_source_session_key", None)
+    if callable(fn):
+        return fn(source)
+    fn = getattr(adapter, "_event_session_key", None)
+    if callable(fn):
+        try:
+            from types import SimpleNamespace
+
+            return fn(SimpleNamespace(source=source))
+        except Exception:
+            pass
+    runner = getattr(adapter, "gateway_runner", None)
+    fn = getattr(runner, "_session_key_for_source", None)
+    if callable(fn):
+        return fn(source)
+    from gateway.session import build_session_key
+
+    extra = getattr(getattr(adapter, "config", None), "extra", None) or {}
+    return build_session_key(
+        source,
+        extra.get("group_sessions_per_user", True),
+        extra.get("thread_sessions_per_user", False),
+        profile=getattr(source, "profile", None),
+    )
+
+
+def session_metadata_api(store: Any):
+    """``(get, set)`` of newer ``SessionStore.get/set_session_metadata``, or ``None`` on
+    0.19.0. Callers must run them with ``asyncio.to_thread`` (each set rewrites the
+    whole routing index)."""
+    get = getattr(store, "get_session_metadata", None)
+    set_ = getattr(store, "set_session_metadata", None)
+    if callable(get) and callable(set_):
+        return get, set_
+    return None

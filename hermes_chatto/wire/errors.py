@@ -1,0 +1,109 @@
+"""One exception family for everything the Chatto wire can throw.
+
+Unary errors are mapped from the Connect ``code`` in the JSON error body
+(``{"code": "...", "message": "..."}``, spec §1.5), never from the HTTP status.
+Realtime errors/closes use the codes of spec §3.4.
+
+Attributes every error carries:
+
+* ``code`` – the Connect / realtime code string (``"permission_denied"``, ``"network"``…)
+* ``retryable`` – a retry of the *same* request may succeed
+* ``retry_after`` – seconds to wait before retrying, or ``None``
+* ``may_have_landed`` – only for writes: the request may have reached the server
+  (timeout after sending); the caller must not blindly resend it.
+"""
+
+from __future__ import annotations
+
+
+class ChattoError(Exception):
+    """Base class. ``str(err)`` never contains a credential."""
+
+    code: str = "unknown"
+    retryable: bool = False
+
+    def __init__(self, message: str = "", *, code: str | None = None, retry_after: float | None = None,
+                 may_have_landed: bool = False, http_status: int | None = None, method: str = ""):
+        super().__init__(message or self.__class__.__name__)
+        if code is not None:
+            self.code = code
+        self.message = message
+        self.retry_after = retry_after
+        self.may_have_landed = may_have_landed
+        self.http_status = http_status
+        self.method = method
+
+
+class ChattoCredentialError(ChattoError):
+    """``unauthenticated`` (unary) or ``authentication_required`` (realtime): the bot key
+    is missing, wrong, rotated or deleted. Never retried; surface to the operator."""
+
+    code = "unauthenticated"
+
+
+class ChattoPermissionDenied(ChattoError):
+    """``permission_denied``: not a member, permission not granted, not the author."""
+
+    code = "permission_denied"
+
+
+class ChattoInvalidArgument(ChattoError):
+    """``invalid_argument`` (also ``out_of_range``): body too long, bad thread root, threads in a DM…"""
+
+    code = "invalid_argument"
+
+
+class ChattoNotFound(ChattoError):
+    """``not_found``: room, message or thread root does not exist (or is not visible)."""
+
+    code = "not_found"
+
+
+class ChattoFailedPrecondition(ChattoError):
+    """``failed_precondition``: room archived, 3 h edit window expired, human-only operation."""
+
+    code = "failed_precondition"
+
+
+class ChattoResourceExhausted(ChattoError):
+    """``resource_exhausted``: slow mode (``retry_after`` parsed from the deadline in the
+    message, seconds) or too many reactions. Retryable after ``retry_after``."""
+
+    code = "resource_exhausted"
+    retryable = True
+
+
+class ChattoTransientError(ChattoError):
+    """``aborted``/``unavailable``/``internal``/``unknown``/``deadline_exceeded`` or a network
+    failure. Retryable (reads are retried automatically)."""
+
+    code = "unavailable"
+    retryable = True
+
+
+class ChattoAmbiguousWriteError(ChattoTransientError):
+    """A write failed after the request may have reached the server (e.g. read timeout).
+    ``may_have_landed`` is True; it is **not** retried automatically."""
+
+    code = "ambiguous"
+
+
+class ChattoNotAServerError(ChattoError):
+    """HTTP 404 with a non-JSON body: not a Chatto server, a wrong base URL, or a service
+    this server version lacks (spec §1.1)."""
+
+    code = "not_a_chatto_server"
+
+
+class ChattoProtocolError(ChattoError):
+    """The realtime server does not speak protocol 2 (``unsupported_protocol``): Chatto
+    0.4.x speaks protocol 1; bot accounts need Chatto ≥ 0.5.0."""
+
+    code = "unsupported_protocol"
+
+
+class ChattoRealtimeFatal(ChattoError):
+    """A fatal realtime error/close that is neither a credential nor a protocol problem
+    and that reconnecting cannot fix (e.g. ``bad_hello``, ``bad_subscribe``)."""
+
+    code = "realtime_fatal"

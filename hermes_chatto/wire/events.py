@@ -1,0 +1,163 @@
+"""Typed realtime events: what the frame classifier (``frames.classify``) turns a
+``RealtimeServerFrame`` into (spec §3.7). Plain data, no I/O, no Hermes import.
+
+One server frame becomes zero or more events, in operation order. Each event
+carries ``projection_id`` (the enclosing ``RealtimeProjectionEvent.id``) and
+``resume_cursor`` (``None`` for synthetic catch-up events) where applicable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from .types import ChattoMessage, ChattoRoom, ChattoUser
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """A message was posted (root or thread reply; live or replayed).
+
+    ``message.author`` is filled from the upsert's ``includes``; ``is_self`` is True when
+    the author is the bot; ``event_cursor`` is a room-scoped ``tl:`` cursor.
+    """
+
+    message: ChattoMessage
+    projection_id: str
+    resume_cursor: str | None = None
+    is_self: bool = False
+    event_cursor: str = ""
+    users: Mapping[str, ChattoUser] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageEdited:
+    """A known message's ``updated_at`` changed. ``projection_id`` is the edit fact's id."""
+
+    message: ChattoMessage
+    projection_id: str
+    editor_id: str = ""
+    resume_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageDeleted:
+    """A message became a tombstone (``deleted_at`` set)."""
+
+    message: ChattoMessage
+    projection_id: str
+    resume_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReactionChanged:
+    """``reaction_change`` on an upsert: ``emoji`` is a gemoji shortcode."""
+
+    room_id: str
+    message_event_id: str
+    emoji: str
+    user_id: str
+    added: bool
+    projection_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Typing:
+    """Transient ``user_typing`` envelope (``user_id`` = envelope ``actor_id``)."""
+
+    room_id: str
+    thread_root_event_id: str
+    user_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RoomUpdated:
+    """``room_upsert`` / ``room_viewer_state_replace``: room metadata or membership.
+
+    For ``room_viewer_state_replace`` only ``id``/``is_member``/``permissions`` are
+    meaningful (``partial`` is True)."""
+
+    room: ChattoRoom
+    partial: bool = False
+    projection_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RoomRemoved:
+    room_id: str
+    projection_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RoomActivity:
+    """``room_activity``: a root message happened in ``room_id``. For unretained rooms
+    this is the only signal; ``projection_id`` is then the new message's event id
+    (an inference from the server mapper, spec §3.7 — verify with GetMessage)."""
+
+    room_id: str
+    projection_id: str
+    actor_id: str = ""
+    resume_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineReplaced:
+    """``room_timeline_replace``: the latest room-timeline rows (no thread replies) of a
+    retained room, as history (spec §3.7 "After a reset")."""
+
+    room_id: str
+    messages: tuple[ChattoMessage, ...]
+    event_cursors: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ViewerUpdated:
+    """``viewer_upsert``: the bot's own user (``user.profile``) and server permissions."""
+
+    user: ChattoUser
+    permissions: Mapping[str, bool] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class UserUpdated:
+    user: ChattoUser
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectionReset:
+    """``reset`` operation: the client projection starts over (catch-up reset path)."""
+
+    projection_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CaughtUp:
+    """``caught_up``: everything after is live. ``cursor`` is a resume cursor."""
+
+    cursor: str
+
+
+@dataclass(frozen=True, slots=True)
+class CursorAdvanced:
+    """A projection event carried a ``resume_cursor`` (emitted once per projection event,
+    after its other events, so the cursor is stored only when they were processed)."""
+
+    cursor: str
+    projection_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Ignored:
+    """Something deliberately not acted on; ``reason`` is a short stable slug such as
+    ``echo_row``, ``thread_root_refresh``, ``summary_refresh``, ``unknown_operation``,
+    ``undecodable_frame``, ``non_message_row``."""
+
+    reason: str
+    detail: str = ""
+
+
+RealtimeEvent = (
+    NewMessage | MessageEdited | MessageDeleted | ReactionChanged | Typing | RoomUpdated | RoomRemoved
+    | RoomActivity | TimelineReplaced | ViewerUpdated | UserUpdated | ProjectionReset | CaughtUp
+    | CursorAdvanced | Ignored
+)

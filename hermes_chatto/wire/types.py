@@ -1,0 +1,231 @@
+"""Plain, immutable data types shared by the unary client, the realtime classifier,
+the ingress pipeline and the frontier.
+
+Nothing here does I/O or imports Hermes. The converters take the generated protobuf
+messages of ``hermes_chatto/wire/proto/chatto.proto`` (which mirror ``chatto.api.v1``
+messages, see ``../shared/spec/chatto-protocol.md`` §2.9) and return these types, so
+that the JSON codec (ConnectRPC) and the binary codec (realtime) produce identical
+values.
+
+Units: every timestamp is float **seconds** since the Unix epoch (UTC); ``None`` means
+"field not set on the wire". Bodies are ``str``; their Chatto limit is in UTF-8
+**bytes** (see :data:`MAX_BODY_BYTES`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+#: Chatto's message body limit: 10,000 bytes of UTF-8 (``MaxMessageBodyLength`` in
+#: cli/internal/core/errors.go, compared with Go ``len(body)``). Not characters.
+MAX_BODY_BYTES = 10_000
+
+#: Hard cap on retained rooms per realtime socket (spec §3.6).
+MAX_RETAINED_ROOMS = 64
+
+ROOM_KIND_CHANNEL = "channel"
+ROOM_KIND_DM = "dm"
+
+
+def ts_seconds(ts) -> float | None:
+    """``google.protobuf.Timestamp`` → float seconds, or ``None`` when unset/zero."""
+    if ts is None:
+        return None
+    s, n = ts.seconds, ts.nanos
+    if not s and not n:
+        return None
+    return s + n / 1e9
+
+
+@dataclass(frozen=True, slots=True)
+class ChattoUser:
+    """A Chatto user (proto ``chatto.api.v1.User``): ``id`` is ``U`` + 14 chars."""
+
+    id: str
+    login: str = ""
+    display_name: str = ""
+    is_bot: bool = False
+    deleted: bool = False
+
+    @property
+    def label(self) -> str:
+        """Display name, falling back to login, then id."""
+        return self.display_name or self.login or self.id
+
+
+@dataclass(frozen=True, slots=True)
+class ChattoRoom:
+    """A room as the bot sees it (proto ``RoomWithViewerState`` / ``Room``).
+
+    ``kind`` is :data:`ROOM_KIND_CHANNEL` or :data:`ROOM_KIND_DM` (``""`` when the
+    server sent ``ROOM_KIND_UNSPECIFIED``). ``permissions`` maps each permission row of
+    ``RoomViewerState.permissions`` (e.g. ``message.post-in-thread``) to granted.
+    ``slow_mode_seconds`` is seconds; ``slow_mode_next_post_at`` epoch seconds.
+    """
+
+    id: str
+    kind: str = ""
+    name: str = ""
+    archived: bool = False
+    universal: bool = False
+    slow_mode_seconds: int = 0
+    is_member: bool = False
+    permissions: Mapping[str, bool] = field(default_factory=dict)
+    member_user_ids: tuple[str, ...] = ()
+    slow_mode_next_post_at: float | None = None
+
+    @property
+    def is_dm(self) -> bool:
+        return self.kind == ROOM_KIND_DM
+
+    def granted(self, permission: str) -> bool:
+        return bool(self.permissions.get(permission, False))
+
+
+@dataclass(frozen=True, slots=True)
+class ChattoMessage:
+    """One message (proto ``chatto.api.v1.Message``, field numbers in spec §2.9).
+
+    ``body`` is ``None`` when absent on the wire (deleted / unreadable); ``author`` is
+    filled from the enclosing page's or upsert's ``includes.users`` when present.
+    """
+
+    event_id: str
+    room_id: str
+    author_id: str
+    body: str | None = None
+    created_at: float | None = None
+    updated_at: float | None = None
+    deleted_at: float | None = None
+    thread_root_event_id: str = ""
+    in_reply_to: str = ""
+    echo_of_event_id: str = ""
+    echo_from_thread_root_event_id: str = ""
+    channel_echo_event_id: str = ""
+    reply_count: int = 0
+    has_thread: bool = False
+    attachment_names: tuple[str, ...] = ()
+    author: ChattoUser | None = None
+
+    @property
+    def is_reply(self) -> bool:
+        return bool(self.thread_root_event_id)
+
+    @property
+    def is_echo(self) -> bool:
+        return bool(self.echo_of_event_id)
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.deleted_at is not None
+
+    @property
+    def is_edited(self) -> bool:
+        return self.updated_at is not None
+
+    @property
+    def thread_key(self) -> str:
+        """The id of the thread this message belongs to: its root for a reply, itself for a root."""
+        return self.thread_root_event_id or self.event_id
+
+
+@dataclass(frozen=True, slots=True)
+class TimelinePage:
+    """A page of ``RoomTimelinePage`` reduced to its messages, oldest first.
+
+    ``start_cursor``/``end_cursor`` are opaque ``tl:`` strings, **empty** when the page
+    had no replies (never send ``after=""``; keep the old cursor). ``users`` is
+    ``includes.users``. ``other_event_count`` counts non-message rows skipped.
+    """
+
+    messages: tuple[ChattoMessage, ...] = ()
+    start_cursor: str = ""
+    end_cursor: str = ""
+    has_older: bool = False
+    has_newer: bool = False
+    users: Mapping[str, ChattoUser] = field(default_factory=dict)
+    other_event_count: int = 0
+
+
+# ---------------------------------------------------------------------------------
+# converters from generated protobuf messages
+
+_KINDS = {1: ROOM_KIND_CHANNEL, 2: ROOM_KIND_DM}
+
+
+def user_from_pb(u) -> ChattoUser:
+    """``chatto.api.v1.User`` → :class:`ChattoUser`."""
+    return ChattoUser(id=u.id, login=u.login, display_name=u.display_name, is_bot=u.is_bot, deleted=u.deleted)
+
+
+def users_from_includes(includes) -> dict[str, ChattoUser]:
+    """``RoomTimelineIncludes`` → ``{user_id: ChattoUser}`` (empty when unset)."""
+    if includes is None:
+        return {}
+    return {k: user_from_pb(v) for k, v in includes.users.items()}
+
+
+def room_from_pb(rws, member_user_ids=()) -> ChattoRoom:
+    """``RoomWithViewerState`` (or a bare ``Room``) → :class:`ChattoRoom`."""
+    if rws.DESCRIPTOR.name == "Room":
+        room, vs = rws, None
+    else:
+        room, vs = rws.room, rws.viewer_state if rws.HasField("viewer_state") else None
+    perms = {p.permission: p.granted for p in vs.permissions} if vs is not None else {}
+    return ChattoRoom(
+        id=room.id,
+        kind=_KINDS.get(room.kind, ""),
+        name=room.name,
+        archived=room.archived,
+        universal=room.universal,
+        slow_mode_seconds=room.slow_mode_seconds,
+        is_member=bool(vs.is_member) if vs is not None else False,
+        permissions=perms,
+        member_user_ids=tuple(member_user_ids),
+        slow_mode_next_post_at=ts_seconds(vs.slow_mode_next_post_at) if vs is not None and vs.HasField("slow_mode_next_post_at") else None,
+    )
+
+
+def message_from_pb(m, users: Mapping[str, ChattoUser] | None = None) -> ChattoMessage:
+    """``chatto.api.v1.Message`` → :class:`ChattoMessage`; ``users`` fills ``author``."""
+    has_thread = m.HasField("thread")
+    return ChattoMessage(
+        event_id=m.id,
+        room_id=m.room_id,
+        author_id=m.actor_id,
+        body=m.body if m.HasField("body") else None,
+        created_at=ts_seconds(m.created_at) if m.HasField("created_at") else None,
+        updated_at=ts_seconds(m.updated_at) if m.HasField("updated_at") else None,
+        deleted_at=ts_seconds(m.deleted_at) if m.HasField("deleted_at") else None,
+        thread_root_event_id=m.thread_root_event_id,
+        in_reply_to=m.in_reply_to,
+        echo_of_event_id=m.echo_of_event_id,
+        echo_from_thread_root_event_id=m.echo_from_thread_root_event_id,
+        channel_echo_event_id=m.channel_echo_event_id,
+        reply_count=m.thread.reply_count if has_thread else 0,
+        has_thread=has_thread,
+        attachment_names=tuple(a.filename for a in m.attachments),
+        author=(users or {}).get(m.actor_id),
+    )
+
+
+def page_from_pb(page) -> TimelinePage:
+    """``RoomTimelinePage`` → :class:`TimelinePage` (message rows only, order kept)."""
+    users = users_from_includes(page.includes) if page.HasField("includes") else {}
+    msgs = []
+    other = 0
+    for ev in page.events:
+        if ev.WhichOneof("event") == "message_posted":
+            msgs.append(message_from_pb(ev.message_posted.message, users))
+        else:
+            other += 1
+    return TimelinePage(
+        messages=tuple(msgs),
+        start_cursor=page.start_cursor,
+        end_cursor=page.end_cursor,
+        has_older=page.has_older,
+        has_newer=page.has_newer,
+        users=users,
+        other_event_count=other,
+    )
