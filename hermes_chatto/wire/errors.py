@@ -83,9 +83,11 @@ class ChattoTransientError(ChattoError):
 
 class ChattoAmbiguousWriteError(ChattoTransientError):
     """A write failed after the request may have reached the server (e.g. read timeout).
-    ``may_have_landed`` is True; it is **not** retried automatically."""
+    ``may_have_landed`` is True; it is **not** retried automatically, and ``retryable`` is
+    False because blindly resending may duplicate the write (check the timeline first)."""
 
     code = "ambiguous"
+    retryable = False
 
 
 class ChattoNotAServerError(ChattoError):
