@@ -1,0 +1,463 @@
+"""Realtime protocol 2 frames: encoders for the client frames, the server-frame decoder,
+and the :class:`Classifier` that turns decoded ``RealtimeServerFrame`` messages into the
+plain events of :mod:`hermes_chatto.wire.events`.
+
+Pure: no I/O, no clock, no logging of payloads, no Hermes import.
+
+Protocol source: ``chatto.realtime.v1`` (``realtime.proto``), spec
+``../shared/spec/chatto-protocol.md`` §3 (frames, field numbers in §3.8) and §3.7 (how a
+bot learns that a message was posted); classification order from the wire fixtures'
+``manifest.json`` ``conventions.classification``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from typing import Any, Mapping
+
+from google.protobuf.message import DecodeError
+
+from .errors import ChattoError
+from .events import (
+    CaughtUp,
+    CursorAdvanced,
+    Ignored,
+    MessageDeleted,
+    MessageEdited,
+    NewMessage,
+    ProjectionReset,
+    ReactionChanged,
+    RealtimeEvent,
+    RoomActivity,
+    RoomRemoved,
+    RoomUpdated,
+    TimelineReplaced,
+    Typing,
+    UserUpdated,
+    ViewerUpdated,
+)
+from .proto import chatto_pb2 as pb
+from .types import MAX_RETAINED_ROOMS, ChattoMessage, ChattoRoom, ChattoUser, room_from_pb
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "MAX_ROOM_ID_BYTES",
+    "FrameDecodeError",
+    "encode_hello",
+    "encode_subscribe",
+    "encode_ping",
+    "encode_hydrate_room",
+    "decode_server_frame",
+    "Classifier",
+]
+
+#: The realtime protocol this client speaks (``RealtimeClientHello.protocol_version``).
+PROTOCOL_VERSION = 2
+
+#: Longest retained room id the server accepts in ``subscribe_events`` (bytes, spec §3.2).
+MAX_ROOM_ID_BYTES = 256
+
+_REACTION_ADDED = pb.REALTIME_PROJECTION_REACTION_ACTION_ADDED
+
+
+class FrameDecodeError(ChattoError, ValueError):
+    """A binary WebSocket message is not a decodable ``RealtimeServerFrame`` (truncated,
+    mutated, invalid UTF-8 in a string field) or was a text frame. ``code`` is
+    ``"undecodable_frame"``. The message never contains frame bytes."""
+
+    code = "undecodable_frame"
+
+
+# ----------------------------------------------------------------------------- encoders
+
+
+def _secret(token: Any) -> str:
+    get = getattr(token, "get_secret_value", None)
+    return get() if get is not None else str(token)
+
+
+def encode_hello(token: Any) -> bytes:
+    """``RealtimeClientFrame{hello{protocol_version: 2, bearer_token}}`` as bytes.
+
+    ``token`` is the bot key ``cht_BK_<userId>.<secret>`` (``str`` or pydantic ``SecretStr``);
+    an empty token omits ``bearer_token`` (the server then answers
+    ``authentication_required``, or ``unsupported_protocol`` first on a protocol-1 server).
+    Spec §3.2 step 1. The returned bytes contain the secret: never log them.
+    """
+    f = pb.RealtimeClientFrame()
+    f.hello.protocol_version = PROTOCOL_VERSION
+    tok = _secret(token) if token is not None else ""
+    if tok:
+        f.hello.bearer_token = tok
+    return f.SerializeToString()
+
+
+def encode_subscribe(resume_cursor: str | None, retained_room_ids: list[str]) -> bytes:
+    """``RealtimeClientFrame{subscribe_events{resume_cursor?, retained_room_ids}}``.
+
+    ``resume_cursor`` is an opaque realtime resume cursor (not a ``tl:`` cursor); ``None``
+    or ``""`` leaves it unset (reset-path catch-up). ``retained_room_ids`` are sent in the
+    given order. Raises ``ValueError`` for more than 64 ids, an empty id or an id longer
+    than 256 UTF-8 bytes (the server would answer fatal ``bad_subscribe``). Spec §3.2 step 3.
+    """
+    ids = list(retained_room_ids)
+    if len(ids) > MAX_RETAINED_ROOMS:
+        raise ValueError(f"at most {MAX_RETAINED_ROOMS} retained rooms per socket, got {len(ids)}")
+    for rid in ids:
+        if not rid or len(rid.encode("utf-8")) > MAX_ROOM_ID_BYTES:
+            raise ValueError("retained room ids must be non-empty and at most 256 bytes")
+    f = pb.RealtimeClientFrame()
+    sub = f.subscribe_events
+    if resume_cursor:
+        sub.resume_cursor = resume_cursor
+    sub.retained_room_ids.extend(ids)
+    if not ids and not resume_cursor:
+        f.subscribe_events.SetInParent()
+    return f.SerializeToString()
+
+
+def encode_ping(nonce: str) -> bytes:
+    """``RealtimeClientFrame{ping{nonce}}``; the server echoes ``pong{nonce}`` (spec §3.3)."""
+    f = pb.RealtimeClientFrame()
+    f.ping.nonce = nonce
+    if not nonce:
+        f.ping.SetInParent()
+    return f.SerializeToString()
+
+
+def encode_hydrate_room(room_id: str) -> bytes:
+    """``RealtimeClientFrame{hydrate_room{room_id}}`` (spec §3.6). Raises ``ValueError`` on an
+    empty room id."""
+    if not room_id:
+        raise ValueError("room_id must be non-empty")
+    f = pb.RealtimeClientFrame()
+    f.hydrate_room.room_id = room_id
+    return f.SerializeToString()
+
+
+# ----------------------------------------------------------------------------- decoder
+
+
+def decode_server_frame(data: bytes | bytearray | memoryview) -> pb.RealtimeServerFrame:
+    """Decode the payload of one binary WebSocket message into ``RealtimeServerFrame``.
+
+    Raises :class:`FrameDecodeError` for a text frame (``str``) or bytes that do not parse
+    (truncated varint/length, bad wire type, invalid UTF-8 in a string field). A frame
+    whose ``frame`` oneof is a tag this subset does not know decodes fine with
+    ``WhichOneof("frame") is None``; the caller skips it.
+    """
+    if isinstance(data, str):
+        raise FrameDecodeError("text frame received; realtime frames are binary protobuf")
+    f = pb.RealtimeServerFrame()
+    try:
+        f.ParseFromString(data if isinstance(data, bytes) else bytes(data))
+    except DecodeError as exc:
+        raise FrameDecodeError(f"undecodable realtime frame ({len(data)} bytes): {exc}") from None
+    except Exception as exc:  # pragma: no cover - defensive: runtime-specific failures
+        raise FrameDecodeError(f"undecodable realtime frame ({len(data)} bytes): {type(exc).__name__}") from None
+    return f
+
+
+# ----------------------------------------------------------------------------- classifier
+
+_MISSING = object()
+
+# _msg/_user build ChattoMessage/ChattoUser positionally (faster); fail loudly at import if
+# types.py ever reorders those dataclass fields.
+_MSG_FIELDS = ("event_id", "room_id", "author_id", "body", "created_at", "updated_at", "deleted_at",
+               "thread_root_event_id", "in_reply_to", "echo_of_event_id", "echo_from_thread_root_event_id",
+               "channel_echo_event_id", "reply_count", "has_thread", "attachment_names", "author")
+if tuple(f.name for f in dataclasses.fields(ChattoMessage)) != _MSG_FIELDS or tuple(
+        f.name for f in dataclasses.fields(ChattoUser)) != ("id", "login", "display_name", "is_bot", "deleted"):
+    raise ImportError("hermes_chatto.wire.types changed ChattoMessage/ChattoUser fields; update frames._msg/_user")
+
+
+_USER_CACHE: dict[tuple, ChattoUser] = {}
+_USER_CACHE_LIMIT = 4096
+_PARTIAL_ROOM_CACHE: dict[tuple[str, bytes], ChattoRoom] = {}
+
+
+def _user(u) -> ChattoUser:
+    """``User`` → :class:`ChattoUser`, shared through a small bounded cache (the values are
+    immutable; the same few authors appear in almost every frame)."""
+    key = (u.id, u.login, u.display_name, u.is_bot, u.deleted)
+    hit = _USER_CACHE.get(key)
+    if hit is None:
+        if len(_USER_CACHE) >= _USER_CACHE_LIMIT:
+            _USER_CACHE.clear()
+        hit = _USER_CACHE[key] = ChattoUser(*key)
+    return hit
+
+
+def _users(includes) -> dict[str, ChattoUser]:
+    """``RoomTimelineIncludes`` → ``{user_id: ChattoUser}`` (a fresh dict per call)."""
+    users = includes.users
+    if not len(users):
+        return {}
+    return {k: _user(v) for k, v in users.items()}
+
+
+def _ts(t) -> float | None:
+    s, n = t.seconds, t.nanos
+    if not s and not n:
+        return None
+    return s + n / 1e9
+
+
+def _msg(m, users: Mapping[str, ChattoUser]) -> ChattoMessage:
+    """``Message`` → :class:`ChattoMessage`; same result as ``types.message_from_pb`` but
+    with fewer protobuf accessor calls (this is the hot path of live ingest)."""
+    hf = m.HasField
+    has_thread = hf("thread")
+    actor = m.actor_id
+    return ChattoMessage(
+        m.id,
+        m.room_id,
+        actor,
+        m.body if hf("body") else None,
+        _ts(m.created_at) if hf("created_at") else None,
+        _ts(m.updated_at) if hf("updated_at") else None,
+        _ts(m.deleted_at) if hf("deleted_at") else None,
+        m.thread_root_event_id,
+        m.in_reply_to,
+        m.echo_of_event_id,
+        m.echo_from_thread_root_event_id,
+        m.channel_echo_event_id,
+        m.thread.reply_count if has_thread else 0,
+        has_thread,
+        tuple([a.filename for a in m.attachments]) if len(m.attachments) else (),
+        users.get(actor) if users else None,
+    )
+
+
+class Classifier:
+    """Turns decoded server frames into :mod:`~hermes_chatto.wire.events` (spec §3.7).
+
+    State: the bot's user id (``bot_user_id``; learned from the first ``viewer_upsert`` when
+    empty) and a bounded FIFO memory of *known* message ids → ``updated_at`` (at most
+    ``known_limit`` entries), used to tell an edit from a summary refresh.
+
+    Output contract of :meth:`classify` for a ``projection_event``: **exactly one event per
+    operation, in operation order**, then one :class:`CursorAdvanced` last when the event
+    carries a non-empty ``resume_cursor``. Operations a bot does not act on give
+    ``Ignored("not_needed", detail=<op name>)``; an operation tag this subset does not
+    declare gives ``Ignored("unknown_operation")`` and increments
+    ``counters["unknown_operations"]`` (never an exception).
+
+    ``room_timeline_event_upsert`` (manifest ``conventions.classification``, first match):
+
+    1. row is not ``message_posted`` → ``Ignored("non_message_row")``
+    2. ``reaction_change`` present → :class:`ReactionChanged`
+    3. ``message.deleted_at`` set → :class:`MessageDeleted`
+    4. ``event.id == projection_event.id`` → :class:`NewMessage` (``is_self`` = author is the
+       bot), except echo rows (``echo_of_event_id`` set) → ``Ignored("echo_row")``
+    5. known event whose ``updated_at`` changed → :class:`MessageEdited`
+       (``editor_id`` = projection ``actor_id``)
+    6. otherwise ``Ignored("thread_root_refresh")`` when the row is the root of a reply
+       that is new in the same projection event, else ``Ignored("summary_refresh")``.
+
+    Other operations: ``room_upsert`` → :class:`RoomUpdated`; ``room_viewer_state_replace`` →
+    ``RoomUpdated(partial=True)`` (only ``id``, ``is_member``, ``permissions``,
+    ``slow_mode_next_post_at`` meaningful; identical viewer states share one cached, read-only
+    :class:`ChattoRoom`); ``room_remove`` → :class:`RoomRemoved`; ``room_activity`` →
+    :class:`RoomActivity`; ``room_timeline_replace`` → :class:`TimelineReplaced` (message rows
+    as history; they become known); ``viewer_upsert`` → :class:`ViewerUpdated`;
+    ``user_upsert`` → :class:`UserUpdated`; ``reset`` → :class:`ProjectionReset`;
+    ``room_timeline_event_remove`` → ``Ignored("row_removed")``.
+    Frames: ``caught_up`` → ``[CaughtUp]``; envelope ``user_typing`` → ``[Typing]``; every
+    other frame kind (hello, subscribed, heartbeat, pong, error, close, presence,
+    session_terminated) → ``[]`` (the session handles them).
+    """
+
+    __slots__ = ("bot_user_id", "known_limit", "_known", "counters", "_ops")
+
+    def __init__(self, bot_user_id: str = "", known_limit: int = 50_000):
+        self.bot_user_id = bot_user_id or ""
+        self.known_limit = max(1, int(known_limit))
+        self._known: OrderedDict[str, tuple[int, int] | None] = OrderedDict()
+        #: ``unknown_operations``: undeclared operation tags seen; ``projection_events``.
+        self.counters: dict[str, int] = {"unknown_operations": 0, "projection_events": 0}
+        self._ops = {
+            "room_timeline_event_upsert": self._upsert,
+            "room_viewer_state_replace": self._viewer_state,
+            "room_activity": self._activity,
+            "room_upsert": self._room_upsert,
+            "room_remove": self._room_remove,
+            "room_timeline_replace": self._timeline_replace,
+            "viewer_upsert": self._viewer_upsert,
+            "user_upsert": self._user_upsert,
+            "reset": self._reset,
+            "room_timeline_event_remove": self._row_remove,
+        }
+
+    # -- known-event memory ---------------------------------------------------------
+
+    def is_known(self, event_id: str) -> bool:
+        """Whether ``event_id`` is in the bounded known-message memory."""
+        return event_id in self._known
+
+    @property
+    def known_count(self) -> int:
+        """Number of remembered message ids (≤ ``known_limit``)."""
+        return len(self._known)
+
+    def _remember(self, mid: str, key) -> None:
+        known = self._known
+        known[mid] = key
+        if len(known) > self.known_limit:
+            known.popitem(last=False)
+
+    # -- entry point ----------------------------------------------------------------
+
+    def classify(self, frame: pb.RealtimeServerFrame) -> list[RealtimeEvent]:
+        """Events for one decoded server frame (see the class docstring for the contract)."""
+        kind = frame.WhichOneof("frame")
+        if kind == "projection_event":
+            return self.classify_projection(frame.projection_event)
+        if kind == "caught_up":
+            return [CaughtUp(cursor=frame.caught_up.cursor)]
+        if kind == "event":
+            env = frame.event
+            if env.WhichOneof("event") == "user_typing":
+                t = env.user_typing
+                return [Typing(room_id=t.room_id, thread_root_event_id=t.thread_root_event_id, user_id=env.actor_id)]
+        return []
+
+    def classify_projection(self, pe: pb.RealtimeProjectionEvent) -> list[RealtimeEvent]:
+        """Events for one ``RealtimeProjectionEvent`` (one per operation, then the cursor)."""
+        self.counters["projection_events"] += 1
+        pid = pe.id
+        cursor = pe.resume_cursor or None
+        out: list[RealtimeEvent] = []
+        ctx: dict[str, Any] = {}
+        ops = self._ops
+        for op in pe.operations:
+            name = op.WhichOneof("operation")
+            handler = ops.get(name)
+            if handler is not None:
+                out.append(handler(op, pe, pid, cursor, ctx))
+            elif name is None:
+                self.counters["unknown_operations"] += 1
+                out.append(Ignored("unknown_operation", detail=pid))
+            else:
+                out.append(Ignored("not_needed", name))
+        if cursor:
+            out.append(CursorAdvanced(cursor, pid))
+        return out
+
+    # -- operation handlers -----------------------------------------------------------
+
+    def _upsert(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+        up = op.room_timeline_event_upsert
+        ev = up.event
+        if ev.WhichOneof("event") != "message_posted":
+            return Ignored("non_message_row", detail=ev.id)
+        m = ev.message_posted.message
+        mid = m.id
+        if m.HasField("updated_at"):
+            u = m.updated_at
+            key = (u.seconds, u.nanos)
+        else:
+            key = None
+        if up.HasField("reaction_change"):
+            rc = up.reaction_change
+            if mid not in self._known:
+                self._remember(mid, key)
+            return ReactionChanged(
+                room_id=up.room_id or m.room_id,
+                message_event_id=rc.message_event_id or mid,
+                emoji=rc.emoji,
+                user_id=rc.user_id,
+                added=rc.action == _REACTION_ADDED,
+                projection_id=pid,
+            )
+        if m.HasField("deleted_at"):
+            self._remember(mid, key)
+            return MessageDeleted(message=_msg(m, _users(up.includes)), projection_id=pid,
+                                  resume_cursor=cursor)
+        if mid == pid:
+            self._remember(mid, key)
+            if m.echo_of_event_id:
+                return Ignored("echo_row", detail=mid)
+            users = _users(up.includes)
+            msg = _msg(m, users)
+            root = m.thread_root_event_id
+            if root:
+                roots = ctx.get("roots")
+                if roots is None:
+                    ctx["roots"] = {root}
+                else:
+                    roots.add(root)
+            bot = self.bot_user_id
+            # positional: NewMessage(message, projection_id, resume_cursor, is_self, event_cursor, users)
+            return NewMessage(msg, pid, cursor, bool(bot) and msg.author_id == bot, up.event_cursor, users)
+        prev = self._known.get(mid, _MISSING)
+        self._remember(mid, key)
+        if prev is not _MISSING and prev != key:
+            return MessageEdited(message=_msg(m, _users(up.includes)), projection_id=pid,
+                                 editor_id=pe.actor_id, resume_cursor=cursor)
+        roots = ctx.get("roots")
+        if roots is not None and mid in roots:
+            return Ignored("thread_root_refresh", mid)
+        return Ignored("summary_refresh", mid)
+
+    def _viewer_state(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+        rv = op.room_viewer_state_replace
+        vs = rv.viewer_state
+        key = (rv.room_id, vs.SerializeToString())
+        room = _PARTIAL_ROOM_CACHE.get(key)
+        if room is None:
+            if len(_PARTIAL_ROOM_CACHE) >= _USER_CACHE_LIMIT:
+                _PARTIAL_ROOM_CACHE.clear()
+            room = _PARTIAL_ROOM_CACHE[key] = ChattoRoom(
+                id=key[0], is_member=vs.is_member,
+                permissions={p.permission: p.granted for p in vs.permissions},
+                slow_mode_next_post_at=_ts(vs.slow_mode_next_post_at) if vs.HasField("slow_mode_next_post_at") else None,
+            )
+        return RoomUpdated(room, True, pid)
+
+    def _activity(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+        return RoomActivity(op.room_activity.room_id, pid, pe.actor_id, cursor)
+
+    def _room_upsert(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+        r = op.room_upsert
+        return RoomUpdated(room=room_from_pb(r.room, r.member_user_ids), partial=False, projection_id=pid)
+
+    def _room_remove(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+        return RoomRemoved(room_id=op.room_remove.room_id, projection_id=pid)
+
+    def _timeline_replace(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+        rep = op.room_timeline_replace
+        page = rep.page
+        users = _users(page.includes)
+        msgs = []
+        for ev in page.events:
+            if ev.WhichOneof("event") != "message_posted":
+                continue
+            m = ev.message_posted.message
+            if m.HasField("updated_at"):
+                u = m.updated_at
+                key = (u.seconds, u.nanos)
+            else:
+                key = None
+            self._remember(m.id, key)
+            msgs.append(_msg(m, users))
+        return TimelineReplaced(room_id=rep.room_id, messages=tuple(msgs), event_cursors=dict(rep.event_cursors))
+
+    def _viewer_upsert(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+        v = op.viewer_upsert
+        user = _user(v.user.profile)
+        if not self.bot_user_id and user.id:
+            self.bot_user_id = user.id
+        perms = {p.permission: p.granted for p in v.viewer_permissions.permissions}
+        return ViewerUpdated(user=user, permissions=perms)
+
+    def _user_upsert(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+        return UserUpdated(user=_user(op.user_upsert.user))
+
+    def _reset(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+        return ProjectionReset(projection_id=pid)
+
+    def _row_remove(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+        return Ignored("row_removed", detail=op.room_timeline_event_remove.event_id)

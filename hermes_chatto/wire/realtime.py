@@ -1,0 +1,617 @@
+"""Realtime protocol 2 client session over WebSockets (``websockets`` asyncio client).
+
+``GET {ws|wss}://host/api/realtime`` → ``hello{2, bearer}`` → server ``hello`` →
+``subscribe_events{resume_cursor?, retained_room_ids ≤ 64}`` → ``subscribed`` → catch-up
+projection events → ``caught_up`` → live stream (spec
+``../shared/spec/chatto-protocol.md`` §3.1–§3.6).
+
+What this module guarantees:
+
+* binary frames only, no ``Origin`` header, raised ``max_size`` (server frames are not
+  bounded, §3.1);
+* stall detection after ``caught_up`` (no frame for ``stall_timeout`` seconds → reconnect,
+  §3.3), client ``ping``/``pong``;
+* every error/close code of the §3.4 table handled as the table says: credential problems
+  raise :class:`~hermes_chatto.wire.errors.ChattoCredentialError` and stop (no reconnect
+  storm), a protocol-1 server raises :class:`~hermes_chatto.wire.errors.ChattoProtocolError`,
+  client bugs (``bad_hello``/``bad_subscribe``/``bad_frame``) raise
+  :class:`~hermes_chatto.wire.errors.ChattoRealtimeFatal`, everything else reconnects with
+  backoff + jitter (the first retry immediate, then ``reconnect_delay`` doubling up to
+  ``max_reconnect_delay``, or the server's ``retry_after_ms``);
+* malformed / truncated / unknown frames are logged, counted and skipped;
+* the resume cursor advances only after ``on_event`` returned for **every** event of the
+  frame that carried it; it is exposed as :attr:`RealtimeSession.resume_cursor` and handed
+  to ``on_cursor`` for persistence.
+
+The bot key is never logged, never put in an exception message and never in a repr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import random
+import secrets
+import time
+from typing import Any, Awaitable, Callable
+from urllib.parse import urlsplit, urlunsplit
+
+import websockets
+import websockets.asyncio.client
+
+from .errors import ChattoCredentialError, ChattoProtocolError, ChattoRealtimeFatal, ChattoTransientError
+from .events import CaughtUp, CursorAdvanced, RealtimeEvent
+from .frames import (
+    MAX_ROOM_ID_BYTES,
+    PROTOCOL_VERSION,
+    Classifier,
+    FrameDecodeError,
+    decode_server_frame,
+    encode_hello,
+    encode_hydrate_room,
+    encode_ping,
+    encode_subscribe,
+)
+from .types import MAX_RETAINED_ROOMS
+
+__all__ = ["RealtimeSession", "realtime_url", "PROTOCOL_1_MESSAGE", "DEFAULT_MAX_SIZE"]
+
+log = logging.getLogger("hermes_chatto.wire.realtime")
+
+#: Default WebSocket ``max_size`` (bytes): 64 MiB. ``websockets`` defaults to 1 MiB, and a
+#: ``room_timeline_replace`` of 50 messages can be several hundred KB (spec §3.1).
+DEFAULT_MAX_SIZE = 64 * 1024 * 1024
+
+PROTOCOL_1_MESSAGE = (
+    "The Chatto server rejected realtime protocol 2 (unsupported_protocol): it speaks realtime "
+    "protocol 1 (Chatto 0.4.x). Bot accounts and this adapter need Chatto >= 0.5.0; upgrade the server."
+)
+
+_CREDENTIAL_MESSAGE = (
+    "Chatto rejected the bot key on the realtime socket (authentication_required): the key is "
+    "wrong, rotated or deleted. Create a new key for the bot and update the configuration."
+)
+
+_CLIENT_BUG_CODES = frozenset({"bad_hello", "bad_subscribe", "bad_frame"})
+_DROP_CURSOR_CODES = frozenset({"invalid_cursor", "cursor_expired", "replay_limit_exceeded"})
+_RETRY_HYDRATE_CODES = frozenset({"room_hydration_in_progress", "room_hydration_rate_limited",
+                                  "room_hydration_server_busy"})
+_MAX_HYDRATE_RETRIES = 8
+
+
+def realtime_url(base_url: str) -> str:
+    """``http(s)://host[:port][/prefix]`` → ``ws(s)://host[:port][/prefix]/api/realtime``
+    (spec §3.1). ``ws``/``wss`` base URLs are accepted as they are. Raises ``ValueError`` for
+    another scheme."""
+    parts = urlsplit(base_url.strip())
+    scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme.lower())
+    if scheme is None or not parts.netloc:
+        raise ValueError(f"not an http(s) base URL: {parts.scheme or '?'}://{parts.netloc or '?'}")
+    path = parts.path.rstrip("/")
+    if not path.endswith("/api/realtime"):
+        path = path + "/api/realtime"
+    return urlunsplit((scheme, parts.netloc, path, "", ""))
+
+
+class _Reconnect(Exception):
+    """Internal: end this socket and reconnect. ``retry_after`` seconds from the server, or None."""
+
+    def __init__(self, reason: str, retry_after: float | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+def _secret(token: Any) -> str:
+    get = getattr(token, "get_secret_value", None)
+    return get() if get is not None else ("" if token is None else str(token))
+
+
+class RealtimeSession:
+    """One bot's realtime stream, reconnecting until :meth:`stop` or a fatal error.
+
+    Parameters (times in **seconds**, sizes in **bytes**):
+
+    * ``base_url`` – Chatto base URL (``http``/``https``; see :func:`realtime_url`).
+    * ``token`` – bot key ``cht_BK_…`` (``str`` or pydantic ``SecretStr``); sent only in
+      ``hello.bearer_token``.
+    * ``on_event(event)`` – awaited for every event of every frame, in order (see
+      :class:`~hermes_chatto.wire.frames.Classifier` for the event contract). If it raises,
+      the error is logged and counted (``stats["handler_errors"]``) and that frame's cursor
+      is **not** stored.
+    * ``retained_rooms()`` – room ids to retain, asked at every (re)subscribe; merged with
+      rooms added by :meth:`hydrate_room`; empty / >256-byte ids dropped; capped at 64.
+    * ``resume_cursor`` – stored cursor from a previous run (``None`` → reset-path catch-up).
+    * ``on_cursor(cursor)`` – sync or async; called after a frame's events were all
+      processed, with that frame's resume cursor (``projection_event.resume_cursor`` or
+      ``caught_up.cursor``).
+    * ``connect`` – socket factory, called as ``await connect(url, max_size=…, open_timeout=…,
+      origin=None)``; must return an object with async ``send(bytes)``, ``recv()`` and
+      ``close()`` (default ``websockets.asyncio.client.connect``).
+    * ``stall_timeout`` – after ``caught_up``, this long without any frame → reconnect
+      (default 45 s, spec §3.3). ``handshake_timeout`` bounds each wait for a frame before
+      ``caught_up`` (hello, subscribed, every catch-up frame) and the WebSocket opening.
+    * ``reconnect_delay`` / ``max_reconnect_delay`` – backoff after the immediate first retry.
+    * ``on_state(state)`` – ``"connecting"``, ``"handshaking"``, ``"catching_up"``, ``"live"``,
+      ``"reconnecting"``, ``"stopped"``, ``"failed"``.
+
+    Attributes: ``connected`` (socket subscribed), ``caught_up`` (``asyncio.Event``, set while
+    live), ``resume_cursor``, ``server_version``, ``classifier``, ``stats`` (counters:
+    ``connects`` = connection attempts, ``reconnects``, ``frames``, ``decode_errors``,
+    ``unknown_frames``, ``unknown_operations``, ``events``, ``handler_errors``,
+    ``classify_errors``, ``stalls``, ``errors``, ``closes``, ``heartbeats``, ``pongs``,
+    ``hydrate_sent``, ``hydrate_retries``, ``hydrate_refused``, ``cursor_drops``).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: Any,
+        *,
+        on_event: Callable[[RealtimeEvent], Awaitable[None]],
+        retained_rooms: Callable[[], list[str]] = lambda: [],
+        resume_cursor: str | None = None,
+        on_cursor: Callable[[str], Awaitable[None] | None] | None = None,
+        connect: Callable[..., Any] | None = None,
+        stall_timeout: float = 45.0,
+        reconnect_delay: float = 5.0,
+        max_size: int | None = DEFAULT_MAX_SIZE,
+        on_state: Callable[[str], None] | None = None,
+        handshake_timeout: float = 30.0,
+        max_reconnect_delay: float = 60.0,
+        bot_user_id: str = "",
+        classifier: Classifier | None = None,
+    ):
+        self.url = realtime_url(base_url)
+        self._token = token
+        self._on_event = on_event
+        self._retained_rooms = retained_rooms
+        self.resume_cursor: str | None = resume_cursor or None
+        self._on_cursor = on_cursor
+        self._connect = connect or websockets.asyncio.client.connect
+        self.stall_timeout = float(stall_timeout)
+        self.reconnect_delay = float(reconnect_delay)
+        self.max_reconnect_delay = max(float(max_reconnect_delay), self.reconnect_delay)
+        self.max_size = max_size
+        self.handshake_timeout = float(handshake_timeout)
+        self._on_state = on_state
+        self.classifier = classifier or Classifier(bot_user_id=bot_user_id)
+        self.connected = False
+        self.caught_up = asyncio.Event()
+        self.server_version = ""
+        self.state = "idle"
+        self.stats: dict[str, int] = dict.fromkeys(
+            ("connects", "reconnects", "frames", "decode_errors", "unknown_frames", "unknown_operations",
+             "events", "handler_errors", "classify_errors", "stalls", "errors", "closes", "heartbeats",
+             "pongs", "hydrate_sent", "hydrate_retries", "hydrate_refused", "cursor_drops"), 0)
+        self._ws: Any = None
+        self._generation = 0
+        self._stopping = False
+        self._wake = asyncio.Event()
+        self._hydrated: dict[str, None] = {}       # rooms added by hydrate_room (ordered set)
+        self._socket_rooms: set[str] = set()      # rooms retained on the current socket
+        self._hydrate_attempts: dict[str, int] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._pings: dict[str, asyncio.Future] = {}
+        self._rng = random.Random()
+
+    def __repr__(self) -> str:  # never shows the token
+        return f"<RealtimeSession {self.url} state={self.state} cursor={'set' if self.resume_cursor else 'none'}>"
+
+    # ------------------------------------------------------------------ public API
+
+    async def run(self) -> None:
+        """Connect and stream until :meth:`stop`; reconnects on everything recoverable.
+
+        Raises :class:`ChattoCredentialError` (``authentication_required``: error or close with
+        ``reconnect=false``), :class:`ChattoProtocolError` (protocol-1 server,
+        ``unsupported_protocol``) or :class:`ChattoRealtimeFatal` (``bad_hello``,
+        ``bad_subscribe``, ``bad_frame``, or a close with ``reconnect=false``). Returns
+        normally after :meth:`stop`.
+        """
+        self._stopping = False
+        failures = 0
+        try:
+            while not self._stopping:
+                if self.stats["connects"]:
+                    self.stats["reconnects"] += 1
+                self.stats["connects"] += 1
+                live_for, outcome = await self._run_once()
+                if self._stopping:
+                    break
+                if live_for is not None and live_for >= self.reconnect_delay:
+                    failures = 0
+                failures += 1
+                delay = self._delay(failures, outcome.retry_after)
+                log.info("chatto realtime: reconnecting in %.2fs (%s)", delay, outcome.reason)
+                self._set_state("reconnecting")
+                await self._sleep(delay)
+        except BaseException:
+            self._set_state("failed" if not self._stopping else "stopped")
+            raise
+        self._set_state("stopped")
+
+    async def stop(self) -> None:
+        """Stop :meth:`run` (it returns normally) and close the socket."""
+        self._stopping = True
+        self._wake.set()
+        for t in list(self._tasks):
+            t.cancel()
+        ws = self._ws
+        if ws is not None:
+            try:
+                await ws.close()
+            except Exception:  # pragma: no cover - best effort
+                pass
+
+    async def hydrate_room(self, room_id: str) -> bool:
+        """Start retaining ``room_id`` (``hydrate_room``, spec §3.6): the server answers with
+        ``room_upsert`` + ``room_timeline_replace``.
+
+        The room is also remembered for every later (re)subscribe. Already retained → no-op,
+        returns True. Refused (returns False, logged, ``stats["hydrate_refused"]``) when 64 rooms
+        are already retained or the id is empty / longer than 256 bytes. The non-fatal errors
+        ``room_hydration_in_progress`` / ``_rate_limited`` / ``_server_busy`` make the session
+        resend after ``retry_after_ms`` (at most 8 times); ``too_many_retained_rooms`` drops the
+        room; ``room_unavailable`` keeps it retained server-side (it materialises when access
+        arrives). Not connected → the room goes into the next ``subscribe_events``.
+        """
+        if not room_id or len(room_id.encode("utf-8")) > MAX_ROOM_ID_BYTES:
+            self.stats["hydrate_refused"] += 1
+            return False
+        if room_id in self._socket_rooms or room_id in self._hydrated:
+            return True
+        if len(set(self._socket_rooms) | set(self._hydrated)) >= MAX_RETAINED_ROOMS:
+            self.stats["hydrate_refused"] += 1
+            log.warning("chatto realtime: not retaining room %s: %d rooms already retained (cap)",
+                        room_id, MAX_RETAINED_ROOMS)
+            return False
+        self._hydrated[room_id] = None
+        if self.connected and self._ws is not None:
+            self._socket_rooms.add(room_id)
+            await self._send_hydrate(room_id)
+        return True
+
+    def forget_room(self, room_id: str) -> None:
+        """Stop asking for ``room_id`` at the next subscribe (e.g. after ``room_remove``)."""
+        self._hydrated.pop(room_id, None)
+        self._hydrate_attempts.pop(room_id, None)
+
+    @property
+    def retained_room_ids(self) -> list[str]:
+        """Rooms retained on the current socket (subscribe + hydrate), unordered."""
+        return sorted(self._socket_rooms)
+
+    async def ping(self, timeout: float = 10.0) -> float:
+        """Send ``ping{nonce}`` and wait for the matching ``pong``; returns the round trip in
+        seconds. Raises :class:`ChattoTransientError` when not connected or on timeout."""
+        ws = self._ws
+        if ws is None or not self.connected:
+            raise ChattoTransientError("realtime socket not connected", code="network")
+        nonce = secrets.token_hex(8)
+        fut = asyncio.get_running_loop().create_future()
+        self._pings[nonce] = fut
+        t0 = time.monotonic()
+        try:
+            await ws.send(encode_ping(nonce))
+            await asyncio.wait_for(fut, timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise ChattoTransientError("realtime ping timed out", code="deadline_exceeded") from None
+        finally:
+            self._pings.pop(nonce, None)
+        return time.monotonic() - t0
+
+    # ------------------------------------------------------------------ internals
+
+    def _set_state(self, state: str) -> None:
+        self.state = state
+        if self._on_state is not None:
+            try:
+                self._on_state(state)
+            except Exception:  # pragma: no cover
+                log.exception("chatto realtime: on_state callback failed")
+
+    def _delay(self, failures: int, retry_after: float | None) -> float:
+        """Seconds to wait before reconnect attempt number ``failures`` (1 = first retry)."""
+        if retry_after is not None and retry_after > 0:
+            return retry_after * (1.0 + self._rng.uniform(0.0, 0.1))
+        if failures <= 1:
+            return 0.0
+        base = min(self.reconnect_delay * (2 ** (failures - 2)), self.max_reconnect_delay)
+        return base * self._rng.uniform(0.8, 1.2)
+
+    async def _sleep(self, delay: float) -> None:
+        if delay <= 0:
+            return
+        self._wake.clear()
+        if self._stopping:
+            return
+        try:
+            await asyncio.wait_for(self._wake.wait(), delay)
+        except (asyncio.TimeoutError, TimeoutError):
+            pass
+
+    def _subscribe_rooms(self) -> list[str]:
+        try:
+            wanted = list(self._retained_rooms() or [])
+        except Exception:
+            log.exception("chatto realtime: retained_rooms() failed; subscribing without rooms")
+            wanted = []
+        out: dict[str, None] = {}
+        for rid in [*wanted, *self._hydrated]:
+            if not isinstance(rid, str) or not rid or len(rid.encode("utf-8")) > MAX_ROOM_ID_BYTES:
+                continue
+            if rid not in out:
+                if len(out) >= MAX_RETAINED_ROOMS:
+                    log.warning("chatto realtime: more than %d rooms to retain; extra rooms are not "
+                                "streamed (poll them instead)", MAX_RETAINED_ROOMS)
+                    break
+                out[rid] = None
+        return list(out)
+
+    async def _run_once(self) -> tuple[float | None, _Reconnect]:
+        """One socket lifetime. Returns (seconds live after caught_up or None, why it ended)."""
+        self._set_state("connecting")
+        self._generation += 1
+        self.caught_up.clear()
+        try:
+            ws = await self._connect(self.url, max_size=self.max_size, open_timeout=self.handshake_timeout,
+                                     origin=None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("chatto realtime: connect to %s failed: %s", self.url, type(exc).__name__)
+            return None, _Reconnect(f"connect failed: {type(exc).__name__}")
+        self._ws = ws
+        live_since: list[float] = []
+        try:
+            if self._stopping:
+                return None, _Reconnect("stopping")
+            outcome = await self._session(ws, live_since)
+        except _Reconnect as r:
+            outcome = r
+        except websockets.ConnectionClosed as exc:
+            rcvd = exc.rcvd
+            outcome = _Reconnect(f"socket closed ({rcvd.code if rcvd else 'no close frame'})")
+        except (OSError, asyncio.TimeoutError, TimeoutError) as exc:
+            outcome = _Reconnect(f"socket error: {type(exc).__name__}")
+        finally:
+            self._ws = None
+            self.connected = False
+            self.caught_up.clear()
+            self._socket_rooms.clear()
+            for fut in self._pings.values():
+                if not fut.done():
+                    fut.set_exception(ChattoTransientError("realtime socket closed before pong", code="network"))
+            try:
+                await asyncio.wait_for(ws.close(), 2.0)
+            except BaseException as exc:  # noqa: BLE001 - closing is best effort
+                if isinstance(exc, asyncio.CancelledError) and not self._stopping:
+                    raise
+        live_for = (time.monotonic() - live_since[0]) if live_since else None
+        return live_for, outcome
+
+    async def _recv(self, ws, timeout: float):
+        try:
+            return await asyncio.wait_for(ws.recv(), timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            return _TIMEOUT
+
+    async def _session(self, ws, live_since: list[float]) -> _Reconnect:
+        self._set_state("handshaking")
+        await ws.send(encode_hello(_secret(self._token)))
+        phase = "hello"
+        deadline = time.monotonic() + self.handshake_timeout
+        while not self._stopping:
+            if phase == "live":
+                timeout = self.stall_timeout
+            else:
+                timeout = deadline - time.monotonic()
+                if timeout <= 0:
+                    raise _Reconnect(f"handshake timeout in phase {phase}")
+            data = await self._recv(ws, timeout)
+            if phase != "live":
+                deadline = time.monotonic() + self.handshake_timeout  # catch-up: per-frame bound
+            if data is _TIMEOUT:
+                if phase == "live":
+                    self.stats["stalls"] += 1
+                    log.warning("chatto realtime: no frame for %.1fs after caught_up; reconnecting",
+                                self.stall_timeout)
+                    raise _Reconnect("stalled")
+                raise _Reconnect(f"handshake timeout in phase {phase}")
+            self.stats["frames"] += 1
+            try:
+                frame = decode_server_frame(data)
+            except FrameDecodeError as exc:
+                self.stats["decode_errors"] += 1
+                log.warning("chatto realtime: skipping undecodable frame: %s", exc)
+                continue
+            kind = frame.WhichOneof("frame")
+            if kind is None:
+                self.stats["unknown_frames"] += 1
+                log.info("chatto realtime: skipping frame of unknown kind")
+                continue
+            if kind == "hello":
+                if phase != "hello":
+                    continue
+                h = frame.hello
+                if h.protocol_version != PROTOCOL_VERSION:
+                    raise ChattoProtocolError(
+                        PROTOCOL_1_MESSAGE if h.protocol_version == 1 else
+                        f"Chatto realtime server speaks protocol {h.protocol_version}; this adapter needs "
+                        f"protocol 2 (Chatto >= 0.5.0)", code="unsupported_protocol")
+                self.server_version = h.server_version
+                rooms = self._subscribe_rooms()
+                await ws.send(encode_subscribe(self.resume_cursor, rooms))
+                self._socket_rooms = set(rooms)
+                phase = "subscribe"
+                continue
+            if kind == "subscribed":
+                if phase == "subscribe":
+                    phase = "catchup"
+                    self.connected = True
+                    self._set_state("catching_up")
+                    # rooms added by hydrate_room() while the subscribe was in flight
+                    for rid in [r for r in self._hydrated if r not in self._socket_rooms]:
+                        if len(self._socket_rooms) >= MAX_RETAINED_ROOMS:
+                            break
+                        self._socket_rooms.add(rid)
+                        await self._send_hydrate(rid)
+                continue
+            if kind == "error":
+                await self._handle_error(frame.error)
+                continue
+            if kind == "close":
+                self._handle_close(frame.close)
+            if kind == "heartbeat":
+                self.stats["heartbeats"] += 1
+                continue
+            if kind == "pong":
+                self.stats["pongs"] += 1
+                fut = self._pings.get(frame.pong.nonce)
+                if fut is not None and not fut.done():
+                    fut.set_result(None)
+                continue
+            if kind == "event" and frame.event.WhichOneof("event") == "session_terminated":
+                raise _Reconnect("session_terminated")
+            try:
+                events = self.classifier.classify(frame)
+            except Exception as exc:
+                self.stats["classify_errors"] += 1
+                log.warning("chatto realtime: skipping frame that failed classification: %s", type(exc).__name__)
+                continue
+            self.stats["unknown_operations"] = self.classifier.counters.get("unknown_operations", 0)
+            if not events:
+                continue
+            reached = await self._deliver(events)
+            if reached and phase != "live":
+                phase = "live"
+                live_since.append(time.monotonic())
+                self.caught_up.set()
+                self._set_state("live")
+        return _Reconnect("stopping")
+
+    async def _deliver(self, events: list[RealtimeEvent]) -> bool:
+        """Hand events to on_event in order; store the frame's cursor only if all succeeded.
+        Returns True when the frame was ``caught_up``."""
+        cursor = None
+        ok = True
+        caught = False
+        for ev in events:
+            self.stats["events"] += 1
+            try:
+                await self._on_event(ev)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                ok = False
+                self.stats["handler_errors"] += 1
+                log.exception("chatto realtime: on_event failed for %s", type(ev).__name__)
+            if isinstance(ev, CursorAdvanced):
+                cursor = ev.cursor
+            elif isinstance(ev, CaughtUp):
+                cursor = ev.cursor or None
+                caught = True
+        if cursor and ok:
+            self.resume_cursor = cursor
+            if self._on_cursor is not None:
+                try:
+                    res = self._on_cursor(cursor)
+                    if inspect.isawaitable(res):
+                        await res
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    self.stats["handler_errors"] += 1
+                    log.exception("chatto realtime: on_cursor failed")
+        return caught
+
+    async def _handle_error(self, err) -> None:
+        """RealtimeError (spec §3.4). Raises for fatal codes; returns for non-fatal ones."""
+        self.stats["errors"] += 1
+        code = err.code
+        retry = err.retry_after_ms / 1000.0 if err.HasField("retry_after_ms") else None
+        room_id = err.room_id if err.HasField("room_id") else ""
+        if code == "authentication_required":
+            raise ChattoCredentialError(_CREDENTIAL_MESSAGE, code="authentication_required")
+        if code == "unsupported_protocol":
+            raise ChattoProtocolError(PROTOCOL_1_MESSAGE, code="unsupported_protocol")
+        if code in _CLIENT_BUG_CODES:
+            raise ChattoRealtimeFatal(f"Chatto realtime rejected a client frame ({code}): {err.message}", code=code)
+        if code in _DROP_CURSOR_CODES:
+            self._drop_cursor(code)
+            raise _Reconnect(code, retry)
+        if code in _RETRY_HYDRATE_CODES and room_id:
+            self._schedule_hydrate_retry(room_id, retry if retry is not None else self.reconnect_delay)
+            return
+        if code == "too_many_retained_rooms":
+            log.warning("chatto realtime: server refused to retain room %s (too_many_retained_rooms)", room_id)
+            self._socket_rooms.discard(room_id)
+            self._hydrated.pop(room_id, None)
+            return
+        if code == "room_unavailable":
+            log.info("chatto realtime: room %s unavailable (not found / not a member / no permission)", room_id)
+            self._hydrate_attempts.pop(room_id, None)
+            return
+        if err.fatal:
+            # temporarily_unavailable, subscribe_failed, replay_unavailable, unknown fatal codes
+            log.warning("chatto realtime: fatal server error %s: %s", code, err.message)
+            raise _Reconnect(code, retry)
+        log.info("chatto realtime: non-fatal server error %s: %s", code, err.message)
+
+    def _handle_close(self, close) -> None:
+        """RealtimeClose (spec §3.4). Always raises."""
+        self.stats["closes"] += 1
+        code = close.code
+        if code == "authentication_required":
+            raise ChattoCredentialError(_CREDENTIAL_MESSAGE, code="authentication_required")
+        if code == "unsupported_protocol":
+            raise ChattoProtocolError(PROTOCOL_1_MESSAGE, code="unsupported_protocol")
+        if not close.reconnect:
+            raise ChattoRealtimeFatal(f"Chatto closed the realtime stream without reconnect ({code}): "
+                                      f"{close.message}", code=code or "realtime_fatal")
+        if code in _DROP_CURSOR_CODES:
+            self._drop_cursor(code)
+        retry = close.retry_after_ms / 1000.0 if close.retry_after_ms else None
+        log.info("chatto realtime: server closed the stream (%s), reconnect allowed", code)
+        raise _Reconnect(code or "close", retry)
+
+    def _drop_cursor(self, code: str) -> None:
+        if self.resume_cursor:
+            self.stats["cursor_drops"] += 1
+        log.info("chatto realtime: dropping resume cursor (%s)", code)
+        self.resume_cursor = None
+
+    async def _send_hydrate(self, room_id: str) -> None:
+        ws = self._ws
+        if ws is None:
+            return
+        self.stats["hydrate_sent"] += 1
+        await ws.send(encode_hydrate_room(room_id))
+
+    def _schedule_hydrate_retry(self, room_id: str, delay: float) -> None:
+        n = self._hydrate_attempts.get(room_id, 0) + 1
+        if n > _MAX_HYDRATE_RETRIES:
+            log.warning("chatto realtime: giving up hydrating room %s after %d retries", room_id, n - 1)
+            self._hydrate_attempts.pop(room_id, None)
+            return
+        self._hydrate_attempts[room_id] = n
+        generation = self._generation
+
+        async def retry() -> None:
+            await asyncio.sleep(max(0.0, delay))
+            if self._stopping or generation != self._generation or not self.connected:
+                return  # a new socket re-subscribes with the room anyway
+            self.stats["hydrate_retries"] += 1
+            try:
+                await self._send_hydrate(room_id)
+            except Exception as exc:  # socket went away; the next subscribe includes the room
+                log.info("chatto realtime: hydrate retry for %s not sent: %s", room_id, type(exc).__name__)
+
+        task = asyncio.get_running_loop().create_task(retry())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+_TIMEOUT = object()
