@@ -1,0 +1,240 @@
+"""``hermes gateway setup`` wizard for Chatto (``PlatformEntry.setup_fn``).
+
+Asks for the server URL and the bot key (hidden input), validates both **live**
+(``ServerDiscoveryService/GetServer`` → Chatto ≥ 0.5.0-0; ``ViewerService/GetViewer`` → the
+key is valid and belongs to a bot; chatto-protocol.md §5), then writes them the Hermes
+way for the *current profile* (``get_hermes_home()`` follows ``hermes -p <profile>``):
+
+* the key → ``<home>/.env`` as ``CHATTO_BOT_KEY`` via ``hermes_cli.config.save_env_value``;
+* the URL → ``config.yaml`` ``platforms.chatto.extra.url`` (+ ``platforms.chatto.enabled:
+  true`` and ``chatto`` in ``plugins.enabled``) via ``hermes_cli.config.load_config`` /
+  ``save_config``; if the profile's ``.env`` already pins ``CHATTO_URL`` (which would win
+  over config.yaml), that line is updated too;
+* optionally ``CHATTO_ALLOWED_USERS`` → ``.env``.
+
+The key is never echoed, logged or written anywhere but ``.env``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from hermes_chatto import compat
+from hermes_chatto.config import (
+    ALLOWED_USERS_ENV,
+    BOT_KEY_ENV,
+    URL_ENV,
+    ChattoConfigError,
+    clear_settings_cache,
+    normalize_url,
+    parse_secret,
+    redact,
+)
+
+
+@dataclass(frozen=True)
+class LiveCheck:
+    """Result of :func:`validate_live`: server name/version and the bot's id/login."""
+
+    server_name: str
+    server_version: str
+    bot_id: str
+    bot_login: str
+    bot_display_name: str
+
+
+class SetupValidationError(Exception):
+    """Live validation failed; ``str()`` is a one-line user-facing reason + fix (no key)."""
+
+
+async def validate_live(url: str, key: str, *, transport: Any = None, timeout: float = 15.0) -> LiveCheck:
+    """Check ``url`` and ``key`` against the server: GetServer (reachable, a Chatto server,
+    version ≥ 0.5.0-0 or unparsable) then GetViewer (key accepted, ``isBot``).
+
+    Raises :class:`SetupValidationError` with the reason and its fix.
+    """
+    from hermes_chatto.doctor import supports_bot_accounts
+    from hermes_chatto.wire.connect import ChattoClient
+    from hermes_chatto.wire.errors import (
+        ChattoCredentialError,
+        ChattoError,
+        ChattoNotAServerError,
+    )
+
+    async with ChattoClient(url, None, timeout=timeout, transport=transport, read_retries=0) as anon:
+        try:
+            server = await anon.get_server()
+        except ChattoNotAServerError:
+            raise SetupValidationError(
+                f"{url} is not a Chatto server (wrong URL?): use the address you open Chatto at in a browser"
+            ) from None
+        except ChattoError as exc:
+            raise SetupValidationError(f"cannot reach the Chatto server at {url}: {redact(str(exc))}") from None
+    if supports_bot_accounts(server.version) is False:
+        raise SetupValidationError(
+            f"the server runs Chatto {server.version}; bot accounts need Chatto ≥ 0.5.0 "
+            "(0.4.x speaks realtime protocol 1): upgrade the server"
+        )
+    async with ChattoClient(url, key, timeout=timeout, transport=transport, read_retries=0) as client:
+        try:
+            viewer = await client.get_viewer()
+        except ChattoCredentialError:
+            raise SetupValidationError(
+                "the server rejected the bot key (rotated, deleted or mistyped): rotate the key in "
+                "Chatto (bot settings) and paste the new one"
+            ) from None
+        except ChattoError as exc:
+            raise SetupValidationError(f"GetViewer failed: {redact(str(exc))}") from None
+    if not viewer.user.is_bot:
+        raise SetupValidationError(
+            f"the key belongs to '{viewer.user.login or viewer.user.id}', which is not a bot account: "
+            "create a bot in Chatto and use its API key (cht_BK_…)"
+        )
+    return LiveCheck(server.name, server.version, viewer.user.id, viewer.user.login, viewer.user.display_name)
+
+
+def _read_profile_env(name: str) -> str | None:
+    """Value of ``name`` in the current profile's ``.env`` file (not the process env)."""
+    try:
+        from agent.secret_scope import load_env_file
+
+        return load_env_file(compat.hermes_home() / ".env").get(name)
+    except Exception:
+        return None
+
+
+def save_settings(url: str, key: str, allowed_users: str = "") -> None:
+    """Persist for the current profile (see module docstring). Uses the host writers."""
+    from hermes_cli.config import load_config, save_config, save_env_value
+
+    save_env_value(BOT_KEY_ENV, key)
+    if _read_profile_env(URL_ENV) is not None:
+        save_env_value(URL_ENV, url)  # .env would otherwise override config.yaml
+    if allowed_users:
+        save_env_value(ALLOWED_USERS_ENV, allowed_users)
+    cfg = load_config()
+    platforms = cfg.setdefault("platforms", {})
+    if not isinstance(platforms, dict):
+        platforms = cfg["platforms"] = {}
+    chatto = platforms.setdefault("chatto", {})
+    if not isinstance(chatto, dict):
+        chatto = platforms["chatto"] = {}
+    chatto["enabled"] = True
+    extra = chatto.setdefault("extra", {})
+    if not isinstance(extra, dict):
+        extra = chatto["extra"] = {}
+    extra["url"] = url
+    extra.pop("bot_key", None)  # secrets belong in .env
+    plugins = cfg.setdefault("plugins", {})
+    if not isinstance(plugins, dict):
+        plugins = cfg["plugins"] = {}
+    enabled = plugins.get("enabled")
+    enabled = list(enabled) if isinstance(enabled, list) else []
+    if "chatto" not in enabled:
+        enabled.append("chatto")
+    plugins["enabled"] = enabled
+    save_config(cfg)
+    clear_settings_cache()
+
+
+def run_setup(*, ask: Callable[[str, str | None], str], ask_secret: Callable[[str], str],
+              confirm: Callable[[str, bool], bool], say: Callable[[str], None],
+              validate: Callable[[str, str], LiveCheck] | None = None,
+              save: Callable[[str, str, str], None] = save_settings) -> bool:
+    """The wizard's logic with injectable I/O (tests drive it without a terminal).
+
+    Returns True when settings were saved. Never passes the key to ``say``.
+    """
+    validate = validate or (lambda u, k: asyncio.run(validate_live(u, k)))
+    existing_url = compat.get_secret(URL_ENV, None) or ""
+    if not existing_url:
+        try:
+            from hermes_chatto.config import yaml_extra
+
+            existing_url = str(yaml_extra().get("url") or "")
+        except Exception:
+            existing_url = ""
+    if compat.get_secret(BOT_KEY_ENV, None) or _read_profile_env(BOT_KEY_ENV):
+        say("Chatto: a bot key is already configured for this profile.")
+        if not confirm("Reconfigure Chatto?", False):
+            return False
+    say("Connect Hermes to a Chatto server (≥ 0.5.0) as a bot account.")
+    say("  1. In Chatto: Settings → Bots → create a bot (or rotate its key) and copy the API key (cht_BK_…).")
+    say("  2. Grant it message.post, message.post-in-thread, message.react, message.attach in its rooms.")
+    while True:
+        url = ""
+        while not url:
+            raw_url = ask("Chatto server URL (e.g. https://chat.example.com)", existing_url or None)
+            if not raw_url:
+                say("No URL given; nothing saved.")
+                return False
+            try:
+                url = normalize_url(raw_url)
+            except ValueError as exc:
+                say(f"CHATTO_URL {exc}")
+        key = ""
+        while not key:
+            raw_key = ask_secret("Bot API key (hidden)")
+            if not raw_key:
+                say("No key given; nothing saved.")
+                return False
+            try:
+                key = parse_secret(raw_key).get_secret_value()
+            except ValueError as exc:
+                say(f"CHATTO_BOT_KEY {redact(str(exc))}")
+        try:
+            live = validate(url, key)
+        except SetupValidationError as exc:
+            say(f"✗ {redact(str(exc))}")
+            if confirm("Try again?", True):
+                existing_url = url
+                continue
+            if not confirm("Save these settings anyway?", False):
+                return False
+            live = None
+        break
+    if live is not None:
+        say(f"✓ Chatto {live.server_version} ('{live.server_name}'); bot @{live.bot_login} ({live.bot_id})")
+    say("Who may talk to the agent? Chatto user ids (U…), comma-separated; empty = pairing codes only.")
+    allowed = (ask("Allowed user ids", None) or "").replace(" ", "")
+    save(url, key, allowed)
+    say(f"✓ Saved {BOT_KEY_ENV} to the profile's .env and {URL_ENV} to config.yaml (platforms.chatto.extra.url).")
+    say("  Check everything with:  hermes chatto doctor")
+    return True
+
+
+def setup_fn() -> None:
+    """Interactive entry point for ``hermes gateway setup`` (``PlatformEntry.setup_fn``)."""
+    try:
+        from hermes_cli.cli_output import print_header, print_info, prompt, prompt_yes_no
+    except Exception:  # pragma: no cover - Hermes absent: plain terminal fallback
+        import getpass
+
+        def print_header(t):
+            print(f"\n== {t} ==")
+
+        print_info = print
+
+        def prompt(q, default=None, password=False):
+            if password:
+                return getpass.getpass(f"  {q}: ").strip()
+            v = input(f"  {q}{f' [{default}]' if default else ''}: ").strip()
+            return v or (default or "")
+
+        def prompt_yes_no(q, default=True):
+            v = input(f"  {q} ({'Y/n' if default else 'y/N'}): ").strip().lower()
+            return default if not v else v.startswith("y")
+
+    print_header("Chatto")
+    run_setup(
+        ask=lambda q, d: prompt(q, d),
+        ask_secret=lambda q: prompt(q, None, password=True),
+        confirm=lambda q, d: prompt_yes_no(q, d),
+        say=print_info,
+    )
+
+
+__all__ = ["setup_fn", "run_setup", "validate_live", "save_settings", "LiveCheck",
+           "SetupValidationError", "ChattoConfigError"]
