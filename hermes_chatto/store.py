@@ -1,0 +1,254 @@
+"""Plugin-owned persistent state: one small SQLite file per Hermes profile.
+
+hermes-agent 0.19.0 has no per-session metadata API
+(``../shared/spec/hermes-platform-plugin.md`` §3.3), so the plugin keeps what must
+outlive the process in its own file under the serving profile's Hermes home::
+
+    <hermes_home>/chatto/state.sqlite3
+
+``hermes_home`` is :func:`hermes_chatto.compat.hermes_home` evaluated **when the store
+object is created**; it follows Hermes' profile override, so each profile of a
+multiplexed gateway gets its own file as long as the store is created inside that
+profile's scope (the adapter creates it in ``connect()``, which runs in the scope).
+
+Two tables, each used by one class:
+
+* ``frontier`` — :class:`FrontierStore`: one row per Hermes *session key* holding the
+  thread frontier of that session (see :mod:`hermes_chatto.frontier`): the session id
+  the row is bound to, room, thread root, the opaque Chatto ``tl:`` thread cursor and the
+  ids the session holds past that cursor (JSON list, bounded by the frontier).
+* ``seen`` — :class:`SeenStore`: a bounded set of realtime event ids the adapter already
+  handled, so a realtime replay after a restart is not dispatched twice.
+
+Every method is synchronous and quick (single-row statements on a local file); callers on
+the event loop run :class:`FrontierStore` calls through ``asyncio.to_thread`` (the
+frontier does). Each class owns one ``sqlite3`` connection guarded by a lock, opened with
+``check_same_thread=False`` so worker threads may use it. The file uses WAL journaling so
+the two connections (and a second process of the same profile, e.g. ``hermes send``) do
+not block each other for long.
+
+Errors: ``sqlite3.Error`` (``OSError`` when the directory cannot be created) propagates
+from the constructors; the frontier treats a failing store as "memory only".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: File name under ``<hermes_home>/chatto/``.
+STATE_FILENAME = "state.sqlite3"
+
+#: Default bound of :class:`SeenStore` (rows).
+SEEN_LIMIT = 50_000
+
+#: :class:`FrontierStore` rows not written for this long are dropped when the store opens
+#: (seconds; 180 days). Such a thread, if it ever speaks again, is seeded afresh.
+FRONTIER_MAX_AGE = 180 * 86_400.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS frontier (
+    session_key TEXT PRIMARY KEY,
+    session_id  TEXT,
+    room_id     TEXT NOT NULL,
+    root_id     TEXT NOT NULL,
+    cursor      TEXT,
+    held        TEXT NOT NULL DEFAULT '[]',
+    updated_at  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS seen (
+    seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id TEXT NOT NULL UNIQUE,
+    seen_at  REAL NOT NULL
+);
+"""
+
+
+def state_path(home: str | os.PathLike | None = None) -> Path:
+    """``<home>/chatto/state.sqlite3``; ``home`` defaults to the serving profile's Hermes
+    home (:func:`hermes_chatto.compat.hermes_home`, evaluated now)."""
+    if home is None:
+        from .compat import hermes_home
+
+        home = hermes_home()
+    return Path(home).expanduser() / "chatto" / STATE_FILENAME
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), timeout=10.0, check_same_thread=False, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.DatabaseError:  # e.g. a filesystem without shared memory: keep the default journal
+        pass
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.executescript(_SCHEMA)
+    return conn
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierRow:
+    """One persisted thread frontier (the ``frontier`` table).
+
+    ``session_id`` is the Hermes session id the row is bound to (``None`` = not bound yet:
+    the thread's first turn ran before the runner had created the session).
+    ``cursor`` is an opaque Chatto thread cursor (``tl:…``) or ``None`` (never anchored);
+    ``held`` are the event ids the session holds *past* the cursor, oldest first (with no
+    cursor: every id it holds). ``updated_at`` is epoch seconds.
+    """
+
+    session_key: str
+    session_id: str | None
+    room_id: str
+    root_id: str
+    cursor: str | None = None
+    held: tuple[str, ...] = field(default_factory=tuple)
+    updated_at: float = 0.0
+
+
+class FrontierStore:
+    """Thread frontiers keyed by Hermes session key (table ``frontier``).
+
+    ``path`` defaults to :func:`state_path` (the current profile's Hermes home, evaluated
+    here). One row per session key; :meth:`save` replaces the row (one small upsert).
+    Thread-safe; blocking — call from a worker thread when on the event loop. Rows older
+    than ``max_age`` seconds (default :data:`FRONTIER_MAX_AGE`; ``None`` = keep all) are
+    pruned when the store opens, so the table does not grow with every thread ever seen.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, *, max_age: float | None = FRONTIER_MAX_AGE):
+        self.path = Path(path) if path is not None else state_path()
+        self._lock = threading.Lock()
+        self._conn = _connect(self.path)
+        if max_age is not None:
+            self.prune(time.time() - float(max_age))
+
+    def load(self, session_key: str) -> FrontierRow | None:
+        """The row for ``session_key`` or ``None``. A row whose ``held`` column is not valid
+        JSON loads with an empty ``held`` (the next read then only re-delivers, never skips)."""
+        with self._lock:
+            cur = self._conn.execute(
+                "SELECT session_key, session_id, room_id, root_id, cursor, held, updated_at "
+                "FROM frontier WHERE session_key = ?",
+                (session_key,),
+            )
+            r = cur.fetchone()
+        if r is None:
+            return None
+        try:
+            held = tuple(str(x) for x in json.loads(r[5] or "[]"))
+        except (ValueError, TypeError):
+            held = ()
+        return FrontierRow(session_key=r[0], session_id=r[1], room_id=r[2], root_id=r[3],
+                           cursor=r[4] or None, held=held, updated_at=float(r[6] or 0.0))
+
+    def save(self, row: FrontierRow) -> None:
+        """Insert or replace the row of ``row.session_key`` (``updated_at`` = now if 0)."""
+        updated = row.updated_at or time.time()
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO frontier (session_key, session_id, room_id, root_id, cursor, held, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(session_key) DO UPDATE SET session_id=excluded.session_id, "
+                "room_id=excluded.room_id, root_id=excluded.root_id, cursor=excluded.cursor, "
+                "held=excluded.held, updated_at=excluded.updated_at",
+                (row.session_key, row.session_id, row.room_id, row.root_id, row.cursor or None,
+                 json.dumps(list(row.held), separators=(",", ":")), updated),
+            )
+
+    def delete(self, session_key: str) -> None:
+        """Remove the row of ``session_key`` (no error when absent)."""
+        with self._lock:
+            self._conn.execute("DELETE FROM frontier WHERE session_key = ?", (session_key,))
+
+    def count(self) -> int:
+        """Number of rows."""
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM frontier").fetchone()[0])
+
+    def prune(self, older_than: float) -> int:
+        """Delete rows not updated since ``older_than`` (epoch seconds); returns the count."""
+        with self._lock:
+            cur = self._conn.execute("DELETE FROM frontier WHERE updated_at < ?", (older_than,))
+            return int(cur.rowcount or 0)
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+
+
+class SeenStore:
+    """A bounded, persistent set of event ids (table ``seen``) for the adapter's ingress
+    dedupe: a message handled before a restart is recognised when the realtime stream
+    replays it afterwards.
+
+    ``limit`` is the number of ids kept (oldest evicted first, in insertion order); the
+    table may briefly hold up to ``limit + limit // 10`` rows before a prune. Methods:
+    :meth:`add` (``True`` when new), :meth:`contains` / ``in``. Synchronous and fast
+    (one indexed statement); thread-safe.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, *, limit: int = SEEN_LIMIT):
+        if limit < 1:
+            raise ValueError("limit must be >= 1")
+        self.path = Path(path) if path is not None else state_path()
+        self.limit = int(limit)
+        self._slack = max(1, self.limit // 10)
+        self._lock = threading.Lock()
+        self._conn = _connect(self.path)
+        self._count = int(self._conn.execute("SELECT count(*) FROM seen").fetchone()[0])
+        if self._count > self.limit:
+            with self._lock:
+                self._prune_locked()
+
+    def add(self, event_id: str) -> bool:
+        """Remember ``event_id``; ``True`` if it was not there yet."""
+        if not event_id:
+            return False
+        with self._lock:
+            cur = self._conn.execute("INSERT OR IGNORE INTO seen (event_id, seen_at) VALUES (?, ?)",
+                                     (event_id, time.time()))
+            new = bool(cur.rowcount)
+            if new:
+                self._count += 1
+                if self._count > self.limit + self._slack:
+                    self._prune_locked()
+            return new
+
+    def contains(self, event_id: str) -> bool:
+        """Whether ``event_id`` is remembered."""
+        if not event_id:
+            return False
+        with self._lock:
+            return self._conn.execute("SELECT 1 FROM seen WHERE event_id = ?", (event_id,)).fetchone() is not None
+
+    def __contains__(self, event_id: object) -> bool:
+        return isinstance(event_id, str) and self.contains(event_id)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._count
+
+    def _prune_locked(self) -> None:
+        self._conn.execute(
+            "DELETE FROM seen WHERE seq NOT IN (SELECT seq FROM seen ORDER BY seq DESC LIMIT ?)",
+            (self.limit,),
+        )
+        self._count = int(self._conn.execute("SELECT count(*) FROM seen").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
