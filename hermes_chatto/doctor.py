@@ -249,15 +249,16 @@ async def realtime_probe(base_url: str, token: Any, *, connect: Callable[..., An
                          timeout: float = REALTIME_TIMEOUT) -> RealtimeProbe:
     """One protocol-2 handshake to ``caught_up`` (spec §3.2) without retained rooms or a
     cursor; closes the socket afterwards. ``token``: bot key (str or SecretStr).
-    ``connect`` defaults to ``websockets.asyncio.client.connect``. Never raises for server
+    ``connect`` defaults to :func:`hermes_chatto.wire.realtime.default_connect` (websockets
+    with a logger that never dumps frames: the hello frame carries the key). Never raises for server
     behaviour; the result carries the error code.
     """
     from hermes_chatto.wire.frames import decode_server_frame, encode_hello, encode_subscribe
 
     if connect is None:
-        from websockets.asyncio.client import connect as ws_connect
+        from hermes_chatto.wire.realtime import default_connect
 
-        connect = ws_connect
+        connect = default_connect
     res = RealtimeProbe()
     t0 = time.perf_counter()
 

@@ -94,6 +94,24 @@ def realtime_url(base_url: str) -> str:
     return urlunsplit((scheme, parts.netloc, path, "", ""))
 
 
+class _NoFrameDebugLogger(logging.LoggerAdapter):
+    """Logger handed to ``websockets``: it never enables DEBUG, because websockets logs every
+    frame's bytes at DEBUG and the realtime ``hello`` frame carries the bot key."""
+
+    def isEnabledFor(self, level: int) -> bool:  # noqa: N802 (logging API name)
+        return level > logging.DEBUG and self.logger.isEnabledFor(level)
+
+
+#: Logger for every WebSocket this package opens (realtime session, doctor probe).
+WS_LOGGER = _NoFrameDebugLogger(logging.getLogger("hermes_chatto.wire.ws"), {})
+
+
+def default_connect(url: str, **kw: Any):
+    """``websockets.asyncio.client.connect`` with :data:`WS_LOGGER` (no frame dumps)."""
+    kw.setdefault("logger", WS_LOGGER)
+    return websockets.asyncio.client.connect(url, **kw)
+
+
 class _Reconnect(Exception):
     """Internal: end this socket and reconnect. ``retry_after`` seconds from the server, or None."""
 
@@ -169,7 +187,7 @@ class RealtimeSession:
         self._retained_rooms = retained_rooms
         self.resume_cursor: str | None = resume_cursor or None
         self._on_cursor = on_cursor
-        self._connect = connect or websockets.asyncio.client.connect
+        self._connect = connect or default_connect
         self.stall_timeout = float(stall_timeout)
         self.reconnect_delay = float(reconnect_delay)
         self.max_reconnect_delay = max(float(max_reconnect_delay), self.reconnect_delay)
