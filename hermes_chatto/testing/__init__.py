@@ -1,0 +1,27 @@
+"""Local Chatto server for tests, the demo and offline bot development.
+
+``LocalChatto`` (in :mod:`hermes_chatto.testing.server`) is a protocol-faithful subset of
+Chatto 0.5 on one loopback port: ConnectRPC JSON under ``/api/connect`` and the realtime
+WebSocket (protocol 2) at ``/api/realtime``. It needs the ``server`` extra
+(``starlette``, ``uvicorn``); the import is lazy so that ``hermes_chatto.testing.*``
+helpers that do not need the server import without it.
+
+Run by hand: ``python -m hermes_chatto.testing [--host 127.0.0.1] [--port N] [--state PATH]``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["LocalChatto", "DemoWorld"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .server import DemoWorld, LocalChatto
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import server
+
+        return getattr(server, name)
+    raise AttributeError(name)

@@ -1,0 +1,353 @@
+"""ConnectRPC unary endpoint of the local Chatto server (spec §1, §2, §5).
+
+``POST /api/connect/{package}.{Service}/{Method}`` with ``Content-Type: application/json``
+(proto3 JSON: responses lowerCamelCase with defaults omitted; requests accept camelCase or
+snake_case, unknown fields ignored) or ``application/proto`` (binary).
+
+Error behaviour (Connect unary wire format ``{"code","message"}``, HTTP status per spec §1.5):
+
+* unknown procedure (any path under ``/api`` that is not served) → HTTP 404, empty body
+* method other than POST → 405; unsupported content type → 415
+* missing/invalid bearer on an authenticated service → ``unauthenticated`` (401)
+* body > 1 MiB (1,048,576 bytes) → ``resource_exhausted`` (429)
+* malformed JSON / wrong field types / empty body → ``invalid_argument`` (400)
+* any unexpected exception → ``internal`` "internal server error" (500), never a traceback
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from starlette.requests import Request
+from starlette.responses import Response
+
+from hermes_chatto.wire.errors import ChattoError
+from hermes_chatto.wire.proto import chatto_pb2 as pb
+
+from . import render as R
+from .state import ChattoState, err
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .server import LocalChatto
+
+log = logging.getLogger("hermes_chatto.testing.rpc")
+
+MAX_REQUEST_BYTES = 1 << 20  #: connect MaxRequestMessageBytes (spec §1.2)
+
+HTTP_STATUS = {
+    "canceled": 499, "unknown": 500, "invalid_argument": 400, "deadline_exceeded": 504, "not_found": 404,
+    "already_exists": 409, "permission_denied": 403, "resource_exhausted": 429, "failed_precondition": 400,
+    "aborted": 409, "out_of_range": 400, "unimplemented": 501, "internal": 500, "unavailable": 503,
+    "data_loss": 500, "unauthenticated": 401,
+}
+
+
+@dataclass
+class Ctx:
+    state: ChattoState
+    user_id: str | None
+    server: "LocalChatto"
+
+
+def error_response(code: str, message: str) -> Response:
+    """A Connect unary error body with the mapped HTTP status."""
+    body = json.dumps({"code": code, "message": message}, ensure_ascii=False, separators=(",", ":")).encode()
+    return Response(body, status_code=HTTP_STATUS.get(code, 500), media_type="application/json")
+
+
+# ----------------------------------------------------------------------------- handlers
+
+
+def get_server(ctx: Ctx, req) -> pb.GetServerResponse:
+    s = ctx.state
+    return pb.GetServerResponse(profile=pb.ServerPublicProfile(name=s.server_name, version=s.version))
+
+
+def get_viewer(ctx: Ctx, req) -> pb.GetViewerResponse:
+    with ctx.state.lock:
+        return R.viewer_response(ctx.state, ctx.user_id)
+
+
+def list_rooms(ctx: Ctx, req) -> pb.ListRoomsResponse:
+    s, me = ctx.state, ctx.user_id
+    scope = req.scope
+    out = pb.ListRoomsResponse()
+    with s.lock:
+        for room in s.rooms.values():
+            if room.archived:
+                continue
+            if room.is_dm:
+                if scope == pb.ROOM_DIRECTORY_SCOPE_CHANNELS or me not in room.members:
+                    continue
+                if not s.has_message_history(room):
+                    continue  # empty DMs are omitted (spec §2.2)
+            else:
+                if scope == pb.ROOM_DIRECTORY_SCOPE_DMS or not s.can_see(me, room):
+                    continue
+            out.rooms.append(R.rws(s, room, me))
+    return out
+
+
+def get_room(ctx: Ctx, req) -> pb.GetRoomResponse:
+    s, me = ctx.state, ctx.user_id
+    with s.lock:
+        room = s.room(req.room_id)
+        if not s.can_see(me, room):
+            if room.is_dm:
+                raise err("not_found", "room not found")
+            raise err("permission_denied", "permission denied")
+        return pb.GetRoomResponse(room=R.rws(s, room, me))
+
+
+def start_dm(ctx: Ctx, req) -> pb.StartDMResponse:
+    with ctx.state.lock:
+        room = ctx.state.start_dm(ctx.user_id, list(req.participant_ids))
+        return pb.StartDMResponse(room=R.room_pb(room))
+
+
+def _cursor(req) -> tuple[str, str | None]:
+    which = req.WhichOneof("cursor")
+    return ("none", None) if which is None else (which, getattr(req, which))
+
+
+def get_room_events(ctx: Ctx, req) -> pb.GetRoomEventsResponse:
+    s = ctx.state
+    with s.lock:
+        room = s._member_room(ctx.user_id, req.room_id)
+        mode, cur = _cursor(req)
+        page, _ = R.room_page(s, ctx.user_id, room, req.limit, mode, cur)
+        return pb.GetRoomEventsResponse(page=page)
+
+
+def update_typing(ctx: Ctx, req) -> pb.UpdateTypingIndicatorResponse:
+    ctx.state.typing(ctx.user_id, req.room_id, req.thread_root_event_id)
+    return pb.UpdateTypingIndicatorResponse(updated=True)
+
+
+def create_message(ctx: Ctx, req) -> pb.CreateMessageResponse:
+    s = ctx.state
+    with s.lock:
+        m = s.create_message(ctx.user_id, req.room_id, req.body, thread_root_event_id=req.thread_root_event_id,
+                             in_reply_to=req.in_reply_to, also_send_to_channel=req.also_send_to_channel,
+                             create_thread=req.create_thread, attachment_asset_ids=list(req.attachment_asset_ids))
+        return pb.CreateMessageResponse(message=R.message_pb(m, ctx.user_id, s))
+
+
+def update_message(ctx: Ctx, req) -> pb.UpdateMessageResponse:
+    s = ctx.state
+    with s.lock:
+        m = s.update_message(ctx.user_id, req.room_id, req.event_id, req.body if req.HasField("body") else None)
+        return pb.UpdateMessageResponse(message=R.message_pb(m, ctx.user_id, s))
+
+
+def delete_message(ctx: Ctx, req) -> pb.DeleteMessageResponse:
+    ctx.state.delete_message(ctx.user_id, req.room_id, req.event_id)
+    return pb.DeleteMessageResponse(deleted=True)
+
+
+def get_message(ctx: Ctx, req) -> pb.GetMessageResponse:
+    s = ctx.state
+    with s.lock:
+        m = s.get_message(ctx.user_id, req.room_id, req.event_id)
+        return pb.GetMessageResponse(message=R.message_pb(m, ctx.user_id, s))
+
+
+def _reaction(m, emoji: str, viewer: str) -> pb.MessageReaction | None:
+    users = m.reactions.get(emoji)
+    if not users:
+        return None
+    return pb.MessageReaction(emoji=emoji, count=len(users), has_reacted=viewer in users, preview_user_ids=users[:3])
+
+
+def add_reaction(ctx: Ctx, req) -> pb.AddReactionResponse:
+    s = ctx.state
+    with s.lock:
+        changed, m = s.react(ctx.user_id, req.room_id, req.message_event_id, req.emoji, True)
+        out = pb.AddReactionResponse(added=changed)
+        r = _reaction(m, req.emoji, ctx.user_id)
+        if r is not None:
+            out.reaction.CopyFrom(r)
+        return out
+
+
+def remove_reaction(ctx: Ctx, req) -> pb.RemoveReactionResponse:
+    s = ctx.state
+    with s.lock:
+        changed, m = s.react(ctx.user_id, req.room_id, req.message_event_id, req.emoji, False)
+        out = pb.RemoveReactionResponse(removed=changed)
+        r = _reaction(m, req.emoji, ctx.user_id)
+        if r is not None:
+            out.reaction.CopyFrom(r)
+        return out
+
+
+def get_thread_events(ctx: Ctx, req) -> pb.GetThreadEventsResponse:
+    s = ctx.state
+    with s.lock:
+        room, root = s.thread_root(ctx.user_id, req.room_id, req.thread_root_event_id)
+        mode, cur = _cursor(req)
+        return pb.GetThreadEventsResponse(page=R.thread_page(s, ctx.user_id, room, root, req.limit, mode, cur))
+
+
+def get_thread_events_around(ctx: Ctx, req) -> pb.GetThreadEventsAroundResponse:
+    s = ctx.state
+    with s.lock:
+        room, root = s.thread_root(ctx.user_id, req.room_id, req.thread_root_event_id)
+        page, idx = R.thread_page_around(s, ctx.user_id, room, root, req.event_id, req.limit)
+        return pb.GetThreadEventsAroundResponse(page=page, target_index=idx)
+
+
+def batch_get_users(ctx: Ctx, req) -> pb.BatchGetUsersResponse:
+    if len(req.user_ids) > 100:
+        raise err("invalid_argument", "validation error:\n - user_ids: value must contain no more than 100 item(s) [repeated.max_items]")
+    s = ctx.state
+    with s.lock:
+        return pb.BatchGetUsersResponse(users=[R.directory_member(s.users[u]) for u in req.user_ids if u in s.users])
+
+
+def get_user(ctx: Ctx, req) -> pb.GetUserResponse:
+    s = ctx.state
+    with s.lock:
+        which = req.WhichOneof("target")
+        if which == "user_id":
+            u = s.user(req.user_id)
+        elif which == "login":
+            u = s.user_by_login(req.login)
+        else:
+            raise err("invalid_argument", "validation error:\n - target: exactly one field is required [required]")
+        return pb.GetUserResponse(user=R.directory_member(u))
+
+
+API = "chatto.api.v1."
+#: procedure path → (request class, handler, public)
+METHODS: dict[str, tuple[type, Callable[[Ctx, Any], Any], bool]] = {
+    "chatto.discovery.v1.ServerDiscoveryService/GetServer": (pb.GetServerRequest, get_server, True),
+    API + "ViewerService/GetViewer": (pb.GetViewerRequest, get_viewer, False),
+    API + "RoomDirectoryService/ListRooms": (pb.ListRoomsRequest, list_rooms, False),
+    API + "RoomDirectoryService/GetRoom": (pb.GetRoomRequest, get_room, False),
+    API + "RoomService/StartDM": (pb.StartDMRequest, start_dm, False),
+    API + "RoomService/GetRoomEvents": (pb.GetRoomEventsRequest, get_room_events, False),
+    API + "RoomService/UpdateTypingIndicator": (pb.UpdateTypingIndicatorRequest, update_typing, False),
+    API + "MessageService/CreateMessage": (pb.CreateMessageRequest, create_message, False),
+    API + "MessageService/UpdateMessage": (pb.UpdateMessageRequest, update_message, False),
+    API + "MessageService/DeleteMessage": (pb.DeleteMessageRequest, delete_message, False),
+    API + "MessageService/GetMessage": (pb.GetMessageRequest, get_message, False),
+    API + "MessageService/AddReaction": (pb.AddReactionRequest, add_reaction, False),
+    API + "MessageService/RemoveReaction": (pb.RemoveReactionRequest, remove_reaction, False),
+    API + "ThreadService/GetThreadEvents": (pb.GetThreadEventsRequest, get_thread_events, False),
+    API + "ThreadService/GetThreadEventsAround": (pb.GetThreadEventsAroundRequest, get_thread_events_around, False),
+    API + "UserService/BatchGetUsers": (pb.BatchGetUsersRequest, batch_get_users, False),
+    API + "UserService/GetUser": (pb.GetUserRequest, get_user, False),
+}
+
+
+def bearer_of(request) -> str | None:
+    """The token after the exact, case-sensitive ``"Bearer "`` prefix (spec §1.3)."""
+    h = request.headers.get("authorization")
+    if h is None or not h.startswith("Bearer "):
+        return None
+    return h[len("Bearer "):]
+
+
+async def _read_body(request: Request) -> bytes | None:
+    """Body bytes, or ``None`` when it exceeds :data:`MAX_REQUEST_BYTES`."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_REQUEST_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def abort_transport(receive) -> bool:
+    """Abort the TCP connection under an ASGI ``receive`` callable (uvicorn protocols)."""
+    owner = getattr(receive, "__self__", None)
+    transport = getattr(owner, "transport", None)
+    if transport is None:
+        return False
+    transport.abort()
+    return True
+
+
+async def connect_endpoint(request: Request) -> Response:
+    """Starlette endpoint for ``/api/connect/{procedure:path}``."""
+    server: LocalChatto = request.app.state.local
+    procedure = request.path_params.get("procedure", "")
+    token = bearer_of(request)
+    server._record(procedure, token)
+    entry = METHODS.get(procedure)
+    if entry is None:
+        return Response(b"", status_code=404)
+    req_cls, handler, public = entry
+    if request.method != "POST":
+        return Response(b"", status_code=405, headers={"Allow": "POST"})
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype not in ("application/json", "application/proto"):
+        return Response(b"", status_code=415, headers={"Accept-Post": "application/json, application/proto"})
+    try:
+        user_id = None
+        if not public:
+            if server.auth_backend_down:
+                return error_response("unavailable", "authentication backend unavailable")
+            user_id = server.authenticate(token)
+            if user_id is None:
+                return error_response("unauthenticated", "authentication required")
+        body = await _read_body(request)
+        if body is None:
+            return error_response("resource_exhausted",
+                                  f"message size is larger than configured max {MAX_REQUEST_BYTES}")
+        try:
+            if ctype == "application/json":
+                if not body:
+                    raise ValueError("zero-length payload is not a valid JSON object")
+                req = json_format.Parse(body.decode("utf-8"), req_cls(), ignore_unknown_fields=True)
+            else:
+                req = req_cls()
+                req.ParseFromString(body)
+        except (ValueError, json_format.ParseError, DecodeError, UnicodeDecodeError) as exc:
+            return error_response("invalid_argument", f"unmarshal into {req_cls.DESCRIPTOR.name}: {exc}")
+
+        fault = server._take_fault(procedure)
+        if fault is not None and not fault.after_write:
+            resp = await _apply_fault(request, fault)
+            if resp is not None:
+                return resp
+        resp_msg = handler(Ctx(server.state, user_id, server), req)
+        if fault is not None and fault.after_write:
+            resp = await _apply_fault(request, fault)
+            if resp is not None:
+                return resp
+    except ChattoError as e:
+        return error_response(e.code, e.message or str(e))
+    except asyncio.CancelledError:
+        raise
+    except Exception:  # never a traceback page
+        log.exception("local chatto: handler failed for %s", procedure)
+        return error_response("internal", "internal server error")
+    if ctype == "application/proto":
+        return Response(resp_msg.SerializeToString(), media_type="application/proto")
+    data = json_format.MessageToDict(resp_msg)
+    return Response(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode(),
+                    media_type="application/json")
+
+
+async def _apply_fault(request: Request, fault) -> Response | None:
+    if fault.code == "disconnect":
+        abort_transport(request.receive)
+        return Response(b"", status_code=500)
+    if fault.code == "hang":
+        await asyncio.sleep(fault.hang_seconds)
+        return error_response("deadline_exceeded", "the server did not answer in time")
+    return error_response(fault.code, fault.message or fault.code.replace("_", " "))
+
+
+async def api_not_found(request: Request) -> Response:
+    """Anything else under ``/api``: plain 404, empty body (spec §1.1)."""
+    return Response(b"", status_code=404)

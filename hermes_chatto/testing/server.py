@@ -1,0 +1,651 @@
+"""``LocalChatto``: an in-process Chatto 0.5 subset on one loopback port, plus a driver
+API for tests and the demo.
+
+The Starlette app (ConnectRPC JSON under ``/api/connect``, realtime WebSocket at
+``/api/realtime``) runs on uvicorn in a background thread with its own event loop, so
+synchronous driver calls from tests and asyncio clients in the test's loop both work.
+Driver methods are synchronous and thread-safe; realtime fan-out from them is handed to
+the server loop with ``loop.call_soon_threadsafe``.
+
+Typical use::
+
+    srv = LocalChatto.demo()
+    base_url = await srv.start()            # http://127.0.0.1:<free port>
+    w = srv.world                           # ids + credentials of the demo world
+    srv.post(w.alice_id, w.general_id, "@helper_bot hi")
+    await srv.stop()
+
+Protocol facts: ``../shared/spec/chatto-protocol.md`` (§1–§3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import socket
+import tempfile
+import threading
+from collections import namedtuple
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from hermes_chatto.wire.types import ChattoMessage, message_from_pb, user_from_pb
+
+from . import render as R
+from .realtime import Hub, close_frame, error_frame, realtime_endpoint, ws_code_for
+from .rpc import api_not_found, connect_endpoint
+from .state import BOT_USUAL_PERMISSIONS, ChattoState, Clock, MsgRec, UserRec
+
+#: One recorded RPC: ``method`` is the procedure path after ``/api/connect/``
+#: (e.g. ``"chatto.api.v1.MessageService/CreateMessage"``), ``token`` the bearer or ``None``.
+RecordedRequest = namedtuple("RecordedRequest", "method token")
+#: One realtime catch-up: ``path`` is ``"reset"`` or ``"replay"``; ``reason`` why (e.g.
+#: ``"no_cursor"``, ``"cursor_expired"``, ``"authorization_changed"``, ``"replay"``).
+CatchUp = namedtuple("CatchUp", "user_id path reason")
+
+_ALL_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
+
+
+@dataclass
+class RpcFault:
+    """An injected failure of the ``nth`` next call of ``procedure`` (see :meth:`LocalChatto.fail_rpc`)."""
+
+    procedure: str
+    nth: int
+    code: str
+    message: str = ""
+    after_write: bool = False
+    hang_seconds: float = 30.0
+    seen: int = 0
+
+
+@dataclass
+class DemoWorld:
+    """Ids and credentials of the demo world (:meth:`LocalChatto.demo`)."""
+
+    alice_id: str
+    bot_id: str
+    general_id: str
+    dm_id: str
+    bot_key: str = field(repr=False)
+    alice_token: str = field(repr=False)
+    bot_login: str = "helper_bot"
+
+
+class LocalChatto:
+    """Protocol-faithful local Chatto server (subset of 0.5) with a test driver.
+
+    Args:
+        server_name: ``ServerPublicProfile.name``.
+        version: software version reported by ``GetServer`` and the realtime hello
+            (default ``"0.5.0-dev"``; ``"0.4.20"`` after ``set_protocol_version(1)``).
+        protocol_version: realtime protocol spoken (2 = Chatto 0.5; 1 = 0.4.x).
+        heartbeat_interval: seconds between heartbeats after ``caught_up`` (float allowed;
+            the hello advertises ``max(1, ceil(interval))`` because the field is uint32).
+        hello_timeout: seconds the server waits for ``hello`` and for ``subscribe_events``.
+        state_path: JSON file to load state from (if it exists) and save to on every change.
+    """
+
+    def __init__(self, *, server_name: str = "Chatto (local)", version: str | None = None,
+                 protocol_version: int = 2, heartbeat_interval: float = 15.0, hello_timeout: float = 10.0,
+                 state_path: str | os.PathLike | None = None):
+        self.clock = Clock()
+        self._version_explicit = version is not None
+        self.state = ChattoState(clock=self.clock, server_name=server_name, version=version or "0.5.0-dev")
+        self.protocol_version = protocol_version
+        if protocol_version == 1 and not self._version_explicit:
+            self.state.version = "0.4.20"
+        self.heartbeat_interval = float(heartbeat_interval)
+        self.auth_backend_down = False  #: fault: RPC → unavailable, realtime hello → temporarily_unavailable
+        self.bot_keys_enabled = True    #: False = a server without bot accounts (Chatto < 0.5)
+        self.hello_timeout = float(hello_timeout)
+        self.requests: list[RecordedRequest] = []
+        self.realtime_hellos: list[tuple[str | None, str | None]] = []  # (user_id or None, "bot"/"human"/None)
+        self.catchups: list[CatchUp] = []
+        self.world: DemoWorld | None = None
+        self.hub = Hub(self)
+        self.state.listeners.append(self.hub.publish)
+        self.state.listeners.append(self._on_facts)
+        self.state.transient_listeners.append(self.hub.transient)
+        self._faults: list[RpcFault] = []
+        self._fault_lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._live: dict[int, object] = {}
+        self._thread: threading.Thread | None = None
+        self._uvicorn = None
+        self.host: str | None = None
+        self.port: int | None = None
+        self.state_path = os.fspath(state_path) if state_path is not None else None
+        if self.state_path and os.path.exists(self.state_path):
+            with open(self.state_path, encoding="utf-8") as fh:
+                self.state.load_json(json.load(fh))
+        if self.state_path:
+            self.state.change_listeners.append(self.save_state)
+        self.app = self._build_app()
+
+    # ------------------------------------------------------------------ app and lifecycle
+
+    def _build_app(self):
+        from starlette.applications import Starlette
+        from starlette.routing import Route, WebSocketRoute
+
+        app = Starlette(routes=[
+            Route("/api/connect/{procedure:path}", connect_endpoint, methods=_ALL_METHODS),
+            WebSocketRoute("/api/realtime", realtime_endpoint),
+            Route("/api", api_not_found, methods=_ALL_METHODS),
+            Route("/api/{rest:path}", api_not_found, methods=_ALL_METHODS),
+        ])
+        app.state.local = self
+        return app
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port`` (no trailing slash); valid after :meth:`start`."""
+        if self.port is None:
+            raise RuntimeError("LocalChatto is not started")
+        host = f"[{self.host}]" if self.host and ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        """``ws://host:port/api/realtime``."""
+        return "ws" + self.base_url[4:] + "/api/realtime"
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    @property
+    def advertised_heartbeat(self) -> int:
+        return max(1, math.ceil(self.heartbeat_interval))
+
+    def start_sync(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Start serving (blocking until ready); returns :attr:`base_url`.
+
+        ``port=0`` picks a free port on the first start and reuses the previous port on a
+        later start (so clients can reconnect after :meth:`stop`/:meth:`start`).
+        Raises ``OSError`` when the port cannot be bound.
+        """
+        if self._thread is not None:
+            return self.base_url
+        if port == 0 and self.port and host == self.host:
+            port = self.port
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            sock.close()
+            raise
+        self.host, self.port = host, sock.getsockname()[1]
+        ready = threading.Event()
+        failure: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, args=(sock, ready, failure), daemon=True,
+                                        name=f"local-chatto:{self.port}")
+        self._thread.start()
+        if not ready.wait(15) or failure:
+            self._thread = None
+            raise RuntimeError(f"local Chatto server failed to start: {failure[:1]}")
+        return self.base_url
+
+    def _run(self, sock: socket.socket, ready: threading.Event, failure: list) -> None:
+        import uvicorn
+
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        config = uvicorn.Config(self.app, lifespan="off", log_config=None, access_log=False,
+                                ws_ping_interval=None, ws_max_size=64 * 1024, timeout_graceful_shutdown=1,
+                                timeout_keep_alive=5)
+        server = uvicorn.Server(config)
+        self._uvicorn = server
+        self.hub.loop = loop
+
+        async def main():
+            task = asyncio.create_task(server.serve(sockets=[sock]))
+            while not server.started and not task.done():
+                await asyncio.sleep(0.005)
+            if task.done() and not server.started:
+                exc = task.exception()
+                failure.append(exc or RuntimeError("uvicorn exited"))
+            ready.set()
+            await task
+
+        try:
+            loop.run_until_complete(main())
+        except BaseException as exc:  # pragma: no cover - reported through ready/failure
+            failure.append(exc)
+        finally:
+            self.hub.loop = None
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+                try:
+                    sock.close()
+                except OSError:
+                    pass
+                with self._cond:
+                    self._live.clear()
+                    self._cond.notify_all()
+                ready.set()
+
+    def stop_sync(self) -> None:
+        """Stop serving; open sockets are dropped (no close frame), state is kept."""
+        thread = self._thread
+        if thread is None:
+            return
+
+        def shutdown():
+            for conn in list(self.hub.conns):
+                conn.abort()
+            if self._uvicorn is not None:
+                self._uvicorn.should_exit = True
+
+        self.hub._call(shutdown)
+        thread.join(20)
+        self._thread = None
+        self._uvicorn = None
+
+    def restart_sync(self) -> str:
+        """Down and up again on the same host/port, state kept."""
+        host, port = self.host or "127.0.0.1", self.port or 0
+        self.stop_sync()
+        return self.start_sync(host, port)
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Async wrapper of :meth:`start_sync`; returns the base URL."""
+        return await asyncio.to_thread(self.start_sync, host, port)
+
+    async def stop(self) -> None:
+        """Async wrapper of :meth:`stop_sync`."""
+        await asyncio.to_thread(self.stop_sync)
+
+    async def restart(self) -> str:
+        """Async wrapper of :meth:`restart_sync`."""
+        return await asyncio.to_thread(self.restart_sync)
+
+    down = stop  #: alias: take the server down (state kept)
+    up = start   #: alias: bring it up again (same port by default)
+
+    async def __aenter__(self) -> "LocalChatto":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.stop()
+
+    def __enter__(self) -> "LocalChatto":
+        self.start_sync()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop_sync()
+
+    def save_state(self) -> None:
+        """Write the state to ``state_path`` atomically (no-op without a path)."""
+        if not self.state_path:
+            return
+        data = self.state.to_json()
+        d = os.path.dirname(os.path.abspath(self.state_path))
+        fd, tmp = tempfile.mkstemp(prefix=".chatto-state-", dir=d)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, self.state_path)
+
+    # ------------------------------------------------------------------ hooks used by rpc/realtime
+
+    def authenticate(self, token: str | None) -> str | None:
+        """User id for a bearer token, honouring :attr:`bot_keys_enabled`."""
+        if token and token.startswith("cht_BK_") and not self.bot_keys_enabled:
+            return None
+        return self.state.authenticate(token)
+
+    def _record(self, procedure: str, token: str | None) -> None:
+        self.requests.append(RecordedRequest(procedure, token))
+
+    def _record_hello(self, token: str | None, user_id: str | None) -> None:
+        kind = None
+        if user_id is not None:
+            kind = "bot" if token and token.startswith("cht_BK_") else "human"
+        self.realtime_hellos.append((user_id, kind))
+
+    def _record_catchup(self, user_id: str, path: str, reason: str) -> None:
+        self.catchups.append(CatchUp(user_id, path, reason))
+
+    def _consume_forced_reset(self, user_id: str) -> bool:
+        return False  # forced resets are RBAC fences in the fact log (see force_projection_reset)
+
+    def _conn_caught_up(self, conn) -> None:
+        with self._cond:
+            if conn.closing:
+                return
+            self._live[conn.id] = conn
+            self._cond.notify_all()
+
+    def _forget_live(self, user_id: str | None = None) -> None:
+        """Sockets about to be closed by a driver fault stop counting as connected at once,
+        so ``wait_connected`` after e.g. ``drop_sockets`` waits for the *new* socket."""
+        with self._cond:
+            for cid, c in list(self._live.items()):
+                if user_id is None or c.user_id == user_id:
+                    del self._live[cid]
+            self._cond.notify_all()
+
+    def _on_facts(self, facts) -> None:
+        if any(f.rbac for f in facts):
+            self._forget_live(None)  # every socket gets projection_reset_required
+
+    def _conn_closed(self, conn) -> None:
+        with self._cond:
+            self._live.pop(conn.id, None)
+            self._cond.notify_all()
+
+    def _take_fault(self, procedure: str) -> RpcFault | None:
+        with self._fault_lock:
+            for f in self._faults:
+                if f.procedure == procedure:
+                    f.seen += 1
+                    if f.seen >= f.nth:
+                        self._faults.remove(f)
+                        return f
+                    break
+            return None
+
+    # ------------------------------------------------------------------ introspection
+
+    def requests_for(self, method_suffix: str) -> list[RecordedRequest]:
+        """Recorded requests whose method ends with ``method_suffix`` (e.g. ``"/CreateMessage"``)."""
+        return [r for r in list(self.requests) if r.method.endswith(method_suffix)]
+
+    def connections(self, user_id: str | None = None) -> list[dict]:
+        """Caught-up realtime sockets: dicts with id, user_id, retained, path, protocol, frames_sent."""
+        with self._cond:
+            return [c.info() for c in self._live.values() if user_id is None or c.user_id == user_id]
+
+    def wait_connected_sync(self, user_id: str | None = None, count: int = 1, timeout: float = 10.0) -> bool:
+        """Block until ≥ ``count`` caught-up sockets (of ``user_id``) exist; False on timeout."""
+        def ok():
+            return sum(1 for c in self._live.values() if user_id is None or c.user_id == user_id) >= count
+        with self._cond:
+            return self._cond.wait_for(ok, timeout)
+
+    async def wait_connected(self, user_id: str | None = None, count: int = 1, timeout: float = 10.0) -> bool:
+        """Async :meth:`wait_connected_sync`."""
+        return await asyncio.to_thread(self.wait_connected_sync, user_id, count, timeout)
+
+    def wait_disconnected_sync(self, user_id: str | None = None, timeout: float = 10.0) -> bool:
+        """Block until no caught-up socket (of ``user_id``) is left; False on timeout."""
+        def ok():
+            return not any(user_id is None or c.user_id == user_id for c in self._live.values())
+        with self._cond:
+            return self._cond.wait_for(ok, timeout)
+
+    async def wait_disconnected(self, user_id: str | None = None, timeout: float = 10.0) -> bool:
+        return await asyncio.to_thread(self.wait_disconnected_sync, user_id, timeout)
+
+    # ------------------------------------------------------------------ driver: users, rooms, permissions
+
+    def create_user(self, login: str, display_name: str = "", is_bot: bool = False) -> UserRec:
+        """Create a human (default permissions + one bearer token) or a bot (no
+        permissions). Returns the record (``.id``, ``.login``, ``.is_bot``)."""
+        return self.state.create_user(login, display_name, is_bot)
+
+    def create_bot(self, login: str, display_name: str = "") -> tuple[UserRec, str]:
+        """Create a bot account; returns ``(user, key)`` with key ``cht_BK_<userId>.<secret>``."""
+        u = self.state.create_user(login, display_name, True)
+        return u, u.bot_key
+
+    def key_of(self, bot_id: str) -> str:
+        """Current key of a bot."""
+        with self.state.lock:
+            return self.state.user(bot_id).bot_key
+
+    def rotate_key(self, bot_id: str) -> str:
+        """New key for ``bot_id``; the old one stops working at once and the bot's open
+        sockets get ``close{authentication_required, reconnect=false}`` + WS 1008 (spec §6.4)."""
+        key = self.state.rotate_key(bot_id)
+        if self.world is not None and self.world.bot_id == bot_id:
+            self.world.bot_key = key
+        frame = close_frame("authentication_required", "the bot API key has been rotated", reconnect=False)
+        self._forget_live(bot_id)
+        self.hub.for_user(bot_id, lambda c: c.close(frame, 1008))
+        return key
+
+    def user_token(self, user_id: str) -> str:
+        """A bearer token for a human (the first issued one)."""
+        with self.state.lock:
+            u = self.state.user(user_id)
+            return u.tokens[0] if u.tokens else self.state.issue_token(user_id)
+
+    def create_channel(self, name: str, members: Iterable[str] = (), **kw) -> str:
+        """Create a channel with ``members``; returns its room id."""
+        return self.state.create_channel(name, members, **kw).id
+
+    def open_dm(self, user_a: str, user_b: str) -> str:
+        """``StartDM`` as ``user_a`` with ``user_b`` (create or return); returns the room id."""
+        return self.state.start_dm(user_a, [user_b]).id
+
+    def add_member(self, room_id: str, user_id: str) -> None:
+        self.state.add_member(room_id, user_id)
+
+    def grant(self, room_id: str | None, user_id: str, *permissions: str) -> None:
+        """Grant permissions in a room (or at server scope with ``room_id=None``). Like
+        any RBAC change on Chatto this closes open sockets with
+        ``projection_reset_required`` and makes the next resume a reset."""
+        self.state.grant(room_id, user_id, *permissions)
+
+    def revoke(self, room_id: str | None, user_id: str, *permissions: str) -> None:
+        """Revoke permissions (room or server scope); an RBAC change like :meth:`grant`."""
+        self.state.revoke(room_id, user_id, *permissions)
+
+    def set_slow_mode(self, room_id: str, seconds: int) -> None:
+        self.state.set_slow_mode(room_id, seconds)
+
+    def archive_room(self, room_id: str, archived: bool = True) -> None:
+        self.state.set_archived(room_id, archived)
+
+    # ------------------------------------------------------------------ driver: messages
+
+    def _message(self, m: MsgRec, viewer: str) -> ChattoMessage:
+        with self.state.lock:
+            mp = R.message_pb(m, viewer, self.state)
+            users = {u.id: user_from_pb(R.user_pb(u)) for u in self.state.users.values()}
+        return message_from_pb(mp, users)
+
+    def post(self, user_id: str, room_id: str, body: str, *, thread_root_event_id: str = "",
+             also_send_to_channel: bool = False, in_reply_to: str = "",
+             created_at: float | None = None) -> ChattoMessage:
+        """Post as ``user_id`` with the same rules as ``CreateMessage`` (raises the
+        ``hermes_chatto.wire.errors`` class of the Connect code). ``created_at`` (epoch
+        seconds) backdates the message, e.g. to test the 3 h edit window."""
+        m = self.state.create_message(user_id, room_id, body, thread_root_event_id=thread_root_event_id,
+                                      in_reply_to=in_reply_to, also_send_to_channel=also_send_to_channel,
+                                      created_ns=int(created_at * 1e9) if created_at is not None else None)
+        return self._message(m, user_id)
+
+    def reply(self, user_id: str, room_id: str, root_event_id: str, body: str, **kw) -> ChattoMessage:
+        """Thread reply (``post`` with ``thread_root_event_id``)."""
+        return self.post(user_id, room_id, body, thread_root_event_id=root_event_id, **kw)
+
+    def edit(self, user_id: str, room_id: str, event_id: str, body: str) -> ChattoMessage:
+        return self._message(self.state.update_message(user_id, room_id, event_id, body), user_id)
+
+    def delete(self, user_id: str, room_id: str, event_id: str) -> None:
+        self.state.delete_message(user_id, room_id, event_id)
+
+    def react(self, user_id: str, room_id: str, event_id: str, emoji: str) -> bool:
+        """Add a reaction (gemoji shortcode); returns False when it already existed."""
+        return self.state.react(user_id, room_id, event_id, emoji, True)[0]
+
+    def unreact(self, user_id: str, room_id: str, event_id: str, emoji: str) -> bool:
+        return self.state.react(user_id, room_id, event_id, emoji, False)[0]
+
+    def typing(self, user_id: str, room_id: str, thread_root_event_id: str = "") -> None:
+        """Send a transient typing envelope to the room's other members."""
+        self.state.typing(user_id, room_id, thread_root_event_id)
+
+    def get_message(self, room_id: str, event_id: str, viewer: str | None = None) -> ChattoMessage:
+        """Any message (incl. tombstones) as ``viewer`` sees it (default: its author)."""
+        with self.state.lock:
+            m = self.state.messages.get(event_id)
+            if m is None or m.room_id != room_id:
+                raise KeyError(event_id)
+            return self._message(m, viewer or m.actor_id)
+
+    def room_messages(self, room_id: str, viewer: str = "") -> list[ChattoMessage]:
+        """All room-timeline messages (roots and echo rows, oldest first)."""
+        with self.state.lock:
+            room = self.state.room(room_id)
+            return [self._message(self.state.messages[i], viewer) for i in room.timeline if i in self.state.messages]
+
+    def thread_messages(self, room_id: str, root_event_id: str, viewer: str = "") -> list[ChattoMessage]:
+        """Replies of a thread (incl. tombstones), oldest first."""
+        with self.state.lock:
+            root = self.state.messages[root_event_id]
+            if root.room_id != room_id:
+                raise KeyError(root_event_id)
+            return [self._message(self.state.messages[i], viewer) for i in root.replies]
+
+    # ------------------------------------------------------------------ driver: faults
+
+    def drop_sockets(self, user_id: str | None = None) -> None:
+        """Drop realtime TCP connections now (no close frame)."""
+        self._forget_live(user_id)
+        self.hub.for_user(user_id, lambda c: c.abort())
+
+    def send_close(self, user_id: str | None, code: str, reconnect: bool = True, retry_after_ms: int = 0,
+                   message: str = "") -> None:
+        """Send ``close{code, reconnect, retry_after_ms}`` then close the WebSocket (code per spec §3.4)."""
+        frame = close_frame(code, message or code.replace("_", " "), reconnect=reconnect,
+                            retry_after_ms=retry_after_ms)
+        ws = ws_code_for(code, 1000)
+        self._forget_live(user_id)
+        self.hub.for_user(user_id, lambda c: c.close(frame, ws))
+
+    def send_error(self, user_id: str | None, code: str, *, fatal: bool = False, message: str = "",
+                   retry_after_ms: int | None = None, room_id: str | None = None) -> None:
+        """Send ``error{...}``; a fatal one is followed by the WebSocket close (spec §3.4)."""
+        frame = error_frame(code, message or code.replace("_", " "), fatal=fatal, retry_after_ms=retry_after_ms,
+                            room_id=room_id)
+        if fatal:
+            ws = ws_code_for(code, 1011)
+            self._forget_live(user_id)
+            self.hub.for_user(user_id, lambda c: c.close(frame, ws))
+        else:
+            self.hub.for_user(user_id, lambda c: c.send(frame))
+
+    def send_session_terminated(self, user_id: str | None, reason: str = "session revoked") -> None:
+        """Send ``event{session_terminated}`` and end the socket."""
+        from hermes_chatto.wire.proto import chatto_pb2 as pb
+        from .cursors import new_id
+        env = pb.RealtimeEventEnvelope(id=new_id("E"), created_at=R.ts(self.state.now_ns()),
+                                       session_terminated=pb.RealtimeSessionTerminatedEvent(reason=reason))
+        data = pb.RealtimeServerFrame(event=env).SerializeToString()
+        self._forget_live(user_id)
+        self.hub.for_user(user_id, lambda c: c.close(data, 1000))
+
+    def fail_rpc(self, method: str, nth: int = 1, code: str = "unavailable", message: str = "", *,
+                 after_write: bool = False, hang_seconds: float = 30.0) -> None:
+        """Make the ``nth`` next call of ``method`` fail.
+
+        ``method`` is a procedure path (``"chatto.api.v1.MessageService/CreateMessage"``)
+        or just ``"Service/Method"``/``"Method"`` (resolved against known procedures).
+        ``code``: a Connect code (error body + HTTP status), ``"disconnect"`` (TCP reset
+        without a response) or ``"hang"`` (no answer for ``hang_seconds``, then
+        ``deadline_exceeded``). ``after_write=True`` applies the call first (the write
+        lands) and fails only the response — an ambiguous write.
+        """
+        from .rpc import METHODS
+        proc = method
+        if proc not in METHODS:
+            matches = [p for p in METHODS if p.endswith("/" + method) or p.endswith("." + method)]
+            if len(matches) != 1:
+                raise ValueError(f"unknown or ambiguous method {method!r}")
+            proc = matches[0]
+        with self._fault_lock:
+            self._faults.append(RpcFault(proc, max(1, int(nth)), code, message, after_write, hang_seconds))
+
+    def fail_create_message(self, nth: int = 1, code: str = "unavailable", message: str = "", *,
+                            after_write: bool = False) -> None:
+        """Fail the ``nth`` next ``CreateMessage`` with ``code`` (see :meth:`fail_rpc`)."""
+        self.fail_rpc("MessageService/CreateMessage", nth, code, message, after_write=after_write)
+
+    def force_projection_reset(self) -> None:
+        """RBAC fence: every socket gets ``close{projection_reset_required, reconnect=true,
+        retry_after_ms=0}`` and the next connect (even with a cursor) takes the reset path."""
+        self.state.rbac_fence()
+
+    def set_protocol_version(self, version: int, *, bot_keys: bool = True) -> None:
+        """1 = behave like Chatto 0.4.x (realtime protocol 1, ``GetServer`` version
+        ``0.4.20``); 2 = 0.5. ``bot_keys=False`` additionally rejects ``cht_BK_`` keys
+        (0.4.x has no bot accounts); by default they keep working so a test can reach the
+        version check."""
+        self.protocol_version = int(version)
+        self.bot_keys_enabled = bool(bot_keys)
+        if not self._version_explicit:
+            self.state.version = "0.4.20" if version == 1 else "0.5.0-dev"
+
+    def set_auth_backend_down(self, down: bool = True) -> None:
+        """Fault: authenticated RPCs answer ``unavailable`` and realtime hellos get fatal
+        ``temporarily_unavailable`` (WS 1013) until called with ``False`` (spec §1.4, §3.2)."""
+        self.auth_backend_down = bool(down)
+
+    def set_heartbeat_interval(self, seconds: float) -> None:
+        """Heartbeat period for sockets that connect from now on (and running loops' next tick)."""
+        self.heartbeat_interval = float(seconds)
+
+    def advance_clock(self, seconds: float) -> None:
+        """Move the server clock forward (edit window, slow mode, cursor expiry)."""
+        self.clock.advance(seconds)
+
+    # ------------------------------------------------------------------ demo world
+
+    def _w(self) -> DemoWorld:
+        if self.world is None:
+            raise AttributeError("no demo world (use LocalChatto.demo())")
+        return self.world
+
+    alice_id = property(lambda self: self._w().alice_id, doc="demo world: alice's user id")
+    bot_id = property(lambda self: self._w().bot_id, doc="demo world: the bot's user id")
+    general_id = property(lambda self: self._w().general_id, doc="demo world: channel general")
+    dm_id = property(lambda self: self._w().dm_id, doc="demo world: DM alice ↔ bot")
+    bot_key = property(lambda self: self.key_of(self._w().bot_id), doc="demo world: the bot's current key")
+    alice_token = property(lambda self: self._w().alice_token, doc="demo world: alice's bearer token")
+
+    @classmethod
+    def demo(cls, **kw) -> "LocalChatto":
+        """Server with the demo world: human ``alice``, bot ``helper_bot`` ("Ops Helper")
+        with the usual bot permissions (``message.post``, ``message.post-in-thread``,
+        ``message.react``, ``message.attach``, ``room.join``, ``room.list``), channel
+        ``general`` (alice + bot) and the DM alice ↔ bot. With ``state_path`` pointing at an
+        existing file the saved world is reused (same ids and keys)."""
+        srv = cls(**kw)
+        srv.world = srv._find_world() or srv._build_demo()
+        return srv
+
+    def _build_demo(self) -> DemoWorld:
+        alice = self.create_user("alice", "Alice")
+        bot, key = self.create_bot("helper_bot", "Ops Helper")
+        self.state.grant(None, bot.id, *BOT_USUAL_PERMISSIONS)
+        general = self.create_channel("general", [alice.id, bot.id], created_by=alice.id)
+        self.state.grant(general, bot.id, *BOT_USUAL_PERMISSIONS)
+        dm = self.open_dm(alice.id, bot.id)
+        return DemoWorld(alice_id=alice.id, bot_id=bot.id, general_id=general, dm_id=dm, bot_key=key,
+                         alice_token=self.user_token(alice.id))
+
+    def _find_world(self) -> DemoWorld | None:
+        s = self.state
+        with s.lock:
+            try:
+                alice, bot = s.user_by_login("alice"), s.user_by_login("helper_bot")
+            except Exception:
+                return None
+            general = next((r for r in s.rooms.values() if r.kind == "channel" and r.name == "general"), None)
+            dm = next((r for r in s.rooms.values() if r.is_dm and set(r.members) == {alice.id, bot.id}), None)
+            if general is None or dm is None:
+                return None
+            return DemoWorld(alice_id=alice.id, bot_id=bot.id, general_id=general.id, dm_id=dm.id,
+                             bot_key=bot.bot_key, alice_token=self.user_token(alice.id))

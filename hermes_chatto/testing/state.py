@@ -1,0 +1,880 @@
+"""State and rules of the local Chatto server (a Chatto 0.5 subset).
+
+One :class:`ChattoState` holds users, rooms, room timelines, messages, threads,
+reactions and the durable *fact log* that feeds the realtime projection. Every public
+method takes the state lock (a ``threading.RLock``), so the ConnectRPC handlers (server
+event loop thread) and the test driver (any thread) can call it concurrently.
+
+Rules follow ``../shared/spec/chatto-protocol.md``:
+
+* §2.3 CreateMessage: membership, ``message.post`` for roots, the separate
+  ``message.post-in-thread`` for replies, ``message.echo`` for ``also_send_to_channel``,
+  threads created by the first reply (an extra ``ThreadCreated`` fact), the root must be a
+  root message, DMs have no threads, body limit 10,000 UTF-8 **bytes**, whitespace-only
+  bodies rejected, slow mode (``resource_exhausted``).
+* §2.4 edits (3 h author window), deletions as tombstones.
+* §2.6 reactions by gemoji shortcode.
+* §2.2 rooms and DMs, §6.1 bots start with no permissions.
+
+Errors are raised as the project's :mod:`hermes_chatto.wire.errors` classes with the
+exact Connect ``code`` and Chatto's message text, so the RPC layer can serialise them
+and the driver raises what a client would see.
+
+All instants are **integer nanoseconds** since the Unix epoch on the server clock
+(:class:`Clock`, which has a settable offset so tests can simulate "3 hours later").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import secrets
+import threading
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from hermes_chatto.wire import errors as E
+
+from .cursors import Sealer, b64url, new_id, unb64url
+
+# ----------------------------------------------------------------------------- constants
+
+MAX_BODY_BYTES = 10_000  #: spec §2.3, UTF-8 bytes
+EDIT_WINDOW_NS = 3 * 3600 * 1_000_000_000  #: spec §2.4, 3 hours
+MAX_REACTIONS_PER_USER = 20  #: spec §1.6
+MAX_RETAINED_ROOMS = 64  #: spec §3.6
+DEFAULT_PAGE = 50  #: spec §2.8
+MAX_PAGE = 500
+CURSOR_LIFETIME_NS = 24 * 3600 * 1_000_000_000  #: spec §3.5
+REPLAY_MAX_SEQ_GAP = 10_000  #: spec §3.2 / §6.6
+REPLAY_MAX_FACTS = 2_000
+
+#: The ten room permission rows, in Chatto's order (spec §2.2).
+ROOM_PERMISSIONS = (
+    "room.list", "room.join", "message.post", "message.post-in-thread", "message.attach",
+    "message.react", "message.echo", "message.manage", "room.manage", "room.ban-member",
+)
+#: Server-scope permission rows reported by GetViewer (one row per known permission).
+SERVER_PERMISSIONS = ROOM_PERMISSIONS + ("user.profile", "server.manage")
+#: What a human gets by default (the "everyone" role of a fresh server).
+HUMAN_DEFAULT_PERMISSIONS = frozenset({
+    "room.list", "room.join", "message.post", "message.post-in-thread", "message.attach",
+    "message.react", "message.echo", "user.profile",
+})
+#: Rows that can be granted inside a DM (fixture 01-11: post, attach, react).
+DM_PERMISSIONS = frozenset({"message.post", "message.attach", "message.react"})
+#: The usual set a demo bot is given (spec §6.1).
+BOT_USUAL_PERMISSIONS = ("room.list", "room.join", "message.post", "message.post-in-thread",
+                         "message.attach", "message.react")
+
+_EMOJI_RE = re.compile(r"^[a-z0-9_+\-]{1,64}$")
+_INVISIBLE = {"\u3164", "\u2800", "\u115f", "\u1160", "\uffa0"}
+_BOT_KEY_RE = re.compile(r"^cht_BK_(U[0-9A-Za-z]{14})\.([A-Za-z0-9_\-]+)$")
+
+
+def has_visible_content(body: str) -> bool:
+    """Chatto's ``HasVisibleContent``: something other than whitespace/invisible chars."""
+    for ch in body:
+        if ch.isspace() or ch in _INVISIBLE:
+            continue
+        if unicodedata.category(ch) in ("Cf", "Cc", "Zs", "Zl", "Zp", "Mn", "Me"):
+            continue
+        return True
+    return False
+
+
+def rfc3339nano(ns: int) -> str:
+    """Go ``time.RFC3339Nano`` in UTC: trailing zeros of the fraction trimmed, ``Z`` suffix."""
+    secs, frac = divmod(ns, 1_000_000_000)
+    base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
+    f = f"{frac:09d}".rstrip("0")
+    return base + ("." + f if f else "") + "Z"
+
+
+def err(code: str, message: str) -> E.ChattoError:
+    """A :class:`hermes_chatto.wire.errors.ChattoError` subclass instance for Connect ``code``."""
+    cls = {
+        "unauthenticated": E.ChattoCredentialError,
+        "permission_denied": E.ChattoPermissionDenied,
+        "invalid_argument": E.ChattoInvalidArgument,
+        "out_of_range": E.ChattoInvalidArgument,
+        "not_found": E.ChattoNotFound,
+        "failed_precondition": E.ChattoFailedPrecondition,
+        "resource_exhausted": E.ChattoResourceExhausted,
+    }.get(code, E.ChattoTransientError if code in ("unavailable", "aborted", "internal", "unknown",
+                                                   "deadline_exceeded", "data_loss") else E.ChattoError)
+    return cls(message, code=code)
+
+
+class Clock:
+    """Server clock: wall time plus a settable ``offset`` in **seconds**.
+
+    ``now_ns()`` → int ns since epoch; ``now()`` → float s; ``advance(s)`` adds to the offset.
+    Tests use it to make "an hour later" (edit window, slow mode) or expire resume cursors.
+    """
+
+    def __init__(self, offset: float = 0.0):
+        self.offset = float(offset)
+
+    def now_ns(self) -> int:
+        return time.time_ns() + int(self.offset * 1e9)
+
+    def now(self) -> float:
+        return self.now_ns() / 1e9
+
+    def advance(self, seconds: float) -> None:
+        self.offset += float(seconds)
+
+
+# ----------------------------------------------------------------------------- records
+
+
+@dataclass
+class UserRec:
+    id: str
+    login: str
+    display_name: str
+    is_bot: bool
+    created_ns: int
+    roles: list[str] = field(default_factory=list)
+    server_grants: set[str] = field(default_factory=set)
+    tokens: list[str] = field(default_factory=list, repr=False)  # humans: issued bearer tokens
+    bot_secret: str = field(default="", repr=False)               # bots: current key secret (base64url)
+    deleted: bool = False
+
+    @property
+    def bot_key(self) -> str:
+        return f"cht_BK_{self.id}.{self.bot_secret}" if self.is_bot else ""
+
+
+@dataclass
+class RoomRec:
+    id: str
+    kind: str  # "channel" | "dm"
+    name: str
+    created_ns: int
+    members: list[str] = field(default_factory=list)
+    description: str = ""
+    archived: bool = False
+    group_id: str = ""
+    universal: bool = False
+    slow_mode_seconds: int = 0
+    timeline: list[str] = field(default_factory=list)          # room-visible row ids, oldest first
+    grants: dict[str, set[str]] = field(default_factory=dict)  # user -> granted at room scope
+    denies: dict[str, set[str]] = field(default_factory=dict)  # user -> revoked at room scope
+    unread: set[str] = field(default_factory=set)              # users with has_unread
+    last_post_ns: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def is_dm(self) -> bool:
+        return self.kind == "dm"
+
+
+@dataclass
+class RowRec:
+    """A non-message room timeline row (``room_created``, ``user_joined_room``)."""
+
+    id: str
+    room_id: str
+    kind: str
+    actor_id: str
+    created_ns: int
+    seq: int
+
+
+@dataclass
+class MsgRec:
+    id: str
+    room_id: str
+    actor_id: str
+    created_ns: int
+    seq: int
+    body: str | None
+    updated_ns: int | None = None
+    deleted_ns: int | None = None
+    in_reply_to: str = ""
+    thread_root_event_id: str = ""
+    echo_of_event_id: str = ""
+    echo_from_thread_root_event_id: str = ""
+    channel_echo_event_id: str = ""
+    reactions: dict[str, list[str]] = field(default_factory=dict)  # emoji -> user ids (order kept)
+    has_thread: bool = False
+    replies: list[str] = field(default_factory=list)
+    followers: list[str] = field(default_factory=list)
+    thread_unread: set[str] = field(default_factory=set)
+    # thread summary, maintained incrementally (recomputed when a reply is deleted)
+    t_count: int = 0
+    t_last_ns: int | None = None
+    t_participants: list[str] = field(default_factory=list)
+
+    @property
+    def is_root(self) -> bool:
+        return not self.thread_root_event_id and not self.echo_of_event_id
+
+
+@dataclass(frozen=True)
+class ThreadView:
+    reply_count: int
+    last_reply_ns: int | None
+    participants: tuple[str, ...]
+    followers: frozenset[str]
+    unread: frozenset[str]
+
+
+@dataclass(frozen=True)
+class MsgView:
+    """Immutable snapshot of a message (plus its thread summary) at one moment;
+    rendered per viewer by :mod:`.render`."""
+
+    rec: MsgRec
+    thread: ThreadView | None
+
+
+@dataclass
+class Fact:
+    """One durable fact of the realtime log (spec §3.2 replay, §3.7 mapping).
+
+    ``audience``: user ids allowed to receive it (room members at fact time) or ``None``
+    for everyone. ``rbac`` facts make any resume across them a reset.
+    """
+
+    seq: int
+    id: str
+    kind: str
+    created_ns: int
+    actor_id: str | None
+    room_id: str | None = None
+    audience: frozenset[str] | None = None
+    msg: MsgView | None = None
+    root: MsgView | None = None
+    echo: MsgView | None = None
+    reaction: tuple[int, str, str, str] | None = None  # (action 1/2, message id, emoji, user id)
+    user_id: str | None = None
+    row: RowRec | None = None
+    rbac: bool = False
+
+
+# ----------------------------------------------------------------------------- state
+
+
+class ChattoState:
+    """The whole server state. See module docstring; all methods are thread-safe."""
+
+    def __init__(self, *, clock: Clock | None = None, server_name: str = "Chatto (local)",
+                 version: str = "0.5.0-dev"):
+        self.lock = threading.RLock()
+        self.clock = clock or Clock()
+        self.server_name = server_name
+        self.version = version
+        self.sealer = Sealer()
+        self.users: dict[str, UserRec] = {}
+        self.rooms: dict[str, RoomRec] = {}
+        self.rows: dict[str, RowRec] = {}
+        self.messages: dict[str, MsgRec] = {}
+        self.seq = 0
+        self.facts: list[Fact] = []
+        self.log_base_seq = 0  # facts with seq <= base are not in the log (e.g. loaded from disk)
+        self.listeners: list[Callable[[list[Fact]], None]] = []
+        self.transient_listeners: list[Callable[[str, dict], None]] = []
+        self.change_listeners: list[Callable[[], None]] = []
+
+    # ------------------------------------------------------------------ plumbing
+
+    def now_ns(self) -> int:
+        return self.clock.now_ns()
+
+    def _next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def _emit(self, facts: list[Fact]) -> None:
+        """Append facts to the log and notify listeners (called with the lock held)."""
+        if not facts:
+            return
+        self.facts.extend(facts)
+        for cb in list(self.listeners):
+            cb(facts)
+        self._changed()
+
+    def _changed(self) -> None:
+        for cb in list(self.change_listeners):
+            cb()
+
+    def _fact(self, kind: str, *, actor_id: str | None, fid: str | None = None, **kw) -> Fact:
+        return Fact(seq=self._next_seq(), id=fid or new_id("E"), kind=kind, created_ns=self.now_ns(),
+                    actor_id=actor_id, **kw)
+
+    def view(self, m: MsgRec) -> MsgView:
+        """Snapshot of ``m`` incl. its thread summary (reply count excludes tombstones)."""
+        thread = None
+        if m.has_thread:
+            thread = ThreadView(reply_count=m.t_count, last_reply_ns=m.t_last_ns,
+                                participants=tuple(m.t_participants), followers=frozenset(m.followers),
+                                unread=frozenset(m.thread_unread))
+        rec = dataclasses.replace(m, replies=[], followers=[], thread_unread=set(), t_participants=[],
+                                  reactions={k: list(v) for k, v in m.reactions.items()})
+        return MsgView(rec=rec, thread=thread)
+
+    def _recount_thread(self, root: MsgRec) -> None:
+        live = [self.messages[r] for r in root.replies if self.messages[r].deleted_ns is None]
+        root.t_count = len(live)
+        root.t_last_ns = max((r.created_ns for r in live), default=None)
+        root.t_participants = list(dict.fromkeys(r.actor_id for r in live))
+
+    # ------------------------------------------------------------------ users and auth
+
+    def create_user(self, login: str, display_name: str = "", is_bot: bool = False, *,
+                    roles: Iterable[str] | None = None) -> UserRec:
+        """Create a human (default permissions, role ``everyone``) or a bot (no
+        permissions, no roles). Raises ``already_exists`` for a taken login."""
+        with self.lock:
+            if any(u.login == login for u in self.users.values()):
+                raise err("already_exists", f"login {login!r} is taken")
+            u = UserRec(id=new_id("U"), login=login, display_name=display_name or "",
+                        is_bot=is_bot, created_ns=self.now_ns())
+            if is_bot:
+                u.bot_secret = b64url(secrets.token_bytes(16))
+                u.roles = list(roles or [])
+            else:
+                u.roles = list(roles) if roles is not None else ["everyone"]
+                u.server_grants = set(HUMAN_DEFAULT_PERMISSIONS)
+                u.tokens.append("chu_" + b64url(secrets.token_bytes(24)))
+            self.users[u.id] = u
+            self._emit([self._fact("user_created", actor_id=None, user_id=u.id)])
+            return u
+
+    def issue_token(self, user_id: str) -> str:
+        """Issue another bearer token for a human; returns it."""
+        with self.lock:
+            u = self.user(user_id)
+            if u.is_bot:
+                raise err("failed_precondition", "operation requires a human account")
+            tok = "chu_" + b64url(secrets.token_bytes(24))
+            u.tokens.append(tok)
+            self._changed()
+            return tok
+
+    def rotate_key(self, bot_id: str) -> str:
+        """New bot key; the old one dies immediately (spec §6.4)."""
+        with self.lock:
+            u = self.user(bot_id)
+            if not u.is_bot:
+                raise err("invalid_argument", "not a bot")
+            u.bot_secret = b64url(secrets.token_bytes(16))
+            self._changed()
+            return u.bot_key
+
+    def authenticate(self, token: str | None) -> str | None:
+        """User id for a bearer token (bot key or issued human token), else ``None``."""
+        if not token:
+            return None
+        with self.lock:
+            m = _BOT_KEY_RE.match(token)
+            if m:
+                u = self.users.get(m.group(1))
+                if u is None or not u.is_bot or u.deleted:
+                    return None
+                try:
+                    secret = unb64url(m.group(2))
+                except ValueError:
+                    return None
+                if len(secret) not in (16, 32):
+                    return None
+                return u.id if secrets.compare_digest(m.group(2), u.bot_secret) else None
+            for u in self.users.values():
+                if not u.is_bot and not u.deleted and token in u.tokens:
+                    return u.id
+            return None
+
+    def user(self, user_id: str) -> UserRec:
+        u = self.users.get(user_id)
+        if u is None:
+            raise err("not_found", "user not found")
+        return u
+
+    def user_by_login(self, login: str) -> UserRec:
+        for u in self.users.values():
+            if u.login == login:
+                return u
+        raise err("not_found", "user not found")
+
+    # ------------------------------------------------------------------ permissions
+
+    def effective(self, user_id: str, room: RoomRec) -> set[str]:
+        """Effective room permissions of ``user_id`` in ``room`` (spec §2.2, §6.1)."""
+        u = self.users.get(user_id)
+        if u is None:
+            return set()
+        granted = (set(u.server_grants) | room.grants.get(user_id, set())) - room.denies.get(user_id, set())
+        if room.is_dm:
+            if user_id not in room.members:
+                return set()
+            if u.is_bot:
+                return granted & DM_PERMISSIONS
+            return set(DM_PERMISSIONS) - room.denies.get(user_id, set())
+        return granted & set(ROOM_PERMISSIONS)
+
+    def can_see(self, user_id: str, room: RoomRec) -> bool:
+        if user_id in room.members:
+            return True
+        if room.is_dm or room.archived:
+            return False
+        return "room.list" in self.effective(user_id, room)
+
+    def room(self, room_id: str) -> RoomRec:
+        r = self.rooms.get(room_id)
+        if r is None:
+            raise err("not_found", "room not found")
+        return r
+
+    def _member_room(self, actor: str, room_id: str) -> RoomRec:
+        if not room_id:
+            raise err("invalid_argument",
+                      "validation error:\n - room_id: value length must be at least 1 characters [string.min_len]")
+        room = self.room(room_id)
+        if actor not in room.members:
+            if not self.can_see(actor, room):
+                raise err("not_found", "room not found") if room.is_dm else err(
+                    "permission_denied", "not a member of this room")
+            raise err("permission_denied", "not a member of this room")
+        return room
+
+    def _need(self, actor: str, room: RoomRec, perm: str) -> None:
+        if perm not in self.effective(actor, room):
+            raise err("permission_denied", f"permission denied: {perm}")
+
+    def grant(self, room_id: str | None, user_id: str, *perms: str) -> None:
+        """Grant permissions at room scope (``room_id``) or server scope (``None``).
+        An RBAC fact: resumes across it become resets (spec §3.4 ``projection_reset_required``)."""
+        with self.lock:
+            u = self.user(user_id)
+            if room_id is None:
+                u.server_grants |= set(perms)
+            else:
+                room = self.room(room_id)
+                room.grants.setdefault(user_id, set()).update(perms)
+                room.denies.get(user_id, set()).difference_update(perms)
+            self._emit([self._fact("rbac", actor_id=None, rbac=True)])
+
+    def revoke(self, room_id: str | None, user_id: str, *perms: str) -> None:
+        """Revoke permissions at room scope (also overrides server-scope grants there) or
+        server scope (``None``). An RBAC fact like :meth:`grant`."""
+        with self.lock:
+            u = self.user(user_id)
+            if room_id is None:
+                u.server_grants -= set(perms)
+            else:
+                room = self.room(room_id)
+                room.grants.get(user_id, set()).difference_update(perms)
+                room.denies.setdefault(user_id, set()).update(perms)
+            self._emit([self._fact("rbac", actor_id=None, rbac=True)])
+
+    def rbac_fence(self) -> None:
+        """Record an RBAC fact without changing anything (forces the next resume to reset)."""
+        with self.lock:
+            self._emit([self._fact("rbac", actor_id=None, rbac=True)])
+
+    # ------------------------------------------------------------------ rooms
+
+    def _add_row(self, room: RoomRec, kind: str, actor: str) -> RowRec:
+        row = RowRec(id=new_id("E"), room_id=room.id, kind=kind, actor_id=actor,
+                     created_ns=self.now_ns(), seq=self._next_seq())
+        self.rows[row.id] = row
+        room.timeline.append(row.id)
+        return row
+
+    def create_channel(self, name: str, members: Iterable[str] = (), *, created_by: str | None = None,
+                       description: str = "", universal: bool = False) -> RoomRec:
+        """A channel room with ``members`` (their ``user_joined_room`` rows follow the
+        ``room_created`` row)."""
+        with self.lock:
+            members = list(dict.fromkeys(members))
+            for m in members:
+                self.user(m)
+            creator = created_by or (members[0] if members else "")
+            room = RoomRec(id=new_id("R"), kind="channel", name=name, created_ns=self.now_ns(),
+                           description=description, universal=universal, group_id=new_id("G"))
+            self.rooms[room.id] = room
+            row = self._add_row(room, "room_created", creator)
+            facts = [self._fact("room_created", actor_id=creator or None, room_id=room.id,
+                                audience=frozenset(members), row=row)]
+            for m in members:
+                room.members.append(m)
+                jr = self._add_row(room, "user_joined_room", m)
+                facts.append(self._fact("member_joined", actor_id=m, room_id=room.id,
+                                        audience=frozenset(room.members), row=jr, user_id=m))
+            self._emit(facts)
+            return room
+
+    def add_member(self, room_id: str, user_id: str) -> None:
+        """Make ``user_id`` a member of a channel (``user_joined_room`` row + fact)."""
+        with self.lock:
+            room = self.room(room_id)
+            self.user(user_id)
+            if room.is_dm:
+                raise err("failed_precondition", "DM membership is fixed")
+            if user_id in room.members:
+                return
+            room.members.append(user_id)
+            row = self._add_row(room, "user_joined_room", user_id)
+            self._emit([self._fact("member_joined", actor_id=user_id, room_id=room.id,
+                                   audience=frozenset(room.members), row=row, user_id=user_id)])
+
+    def join_room(self, actor: str, room_id: str) -> RoomRec:
+        """``RoomService.JoinRoom``: needs ``room.join``."""
+        with self.lock:
+            room = self.room(room_id)
+            if room.is_dm:
+                raise err("invalid_argument", "cannot join a direct message")
+            self._need(actor, room, "room.join")
+            self.add_member(room_id, actor)
+            return room
+
+    def start_dm(self, actor: str, participant_ids: Iterable[str]) -> RoomRec:
+        """``RoomService.StartDM``: create or return the DM for exactly ``{actor} ∪ participants``.
+        Bots need server-scope ``message.post``; ≤ 9 others."""
+        with self.lock:
+            others = [p for p in dict.fromkeys(participant_ids) if p != actor]
+            if len(others) > 9:
+                raise err("invalid_argument", "a direct message can have at most 10 participants")
+            for p in others:
+                if p not in self.users or self.users[p].deleted:
+                    raise err("not_found", "user not found")
+            me = self.user(actor)
+            if me.is_bot and "message.post" not in me.server_grants:
+                raise err("permission_denied", "permission denied: message.post")
+            want = frozenset([actor, *others])
+            for room in self.rooms.values():
+                if room.is_dm and frozenset(room.members) == want:
+                    return room
+            room = RoomRec(id=new_id("R"), kind="dm", name="", created_ns=self.now_ns(),
+                           members=[actor, *others])
+            self.rooms[room.id] = room
+            row = self._add_row(room, "room_created", actor)
+            self._emit([self._fact("room_created", actor_id=actor, room_id=room.id,
+                                   audience=frozenset(room.members), row=row)])
+            return room
+
+    def set_slow_mode(self, room_id: str, seconds: int) -> None:
+        with self.lock:
+            room = self.room(room_id)
+            room.slow_mode_seconds = int(seconds)
+            self._emit([self._fact("room_updated", actor_id=None, room_id=room.id,
+                                   audience=frozenset(room.members))])
+
+    def set_archived(self, room_id: str, archived: bool = True) -> None:
+        with self.lock:
+            room = self.room(room_id)
+            room.archived = archived
+            self._emit([self._fact("room_updated", actor_id=None, room_id=room.id,
+                                   audience=frozenset(room.members))])
+
+    def slow_mode_deadline(self, user_id: str, room: RoomRec) -> int | None:
+        """ns deadline of the viewer's next allowed post, or ``None`` (not active / bypassed)."""
+        if room.is_dm or room.slow_mode_seconds <= 0:
+            return None
+        if self.effective(user_id, room) & {"room.manage", "message.manage"}:
+            return None
+        last = room.last_post_ns.get(user_id)
+        if last is None:
+            return None
+        deadline = last + room.slow_mode_seconds * 1_000_000_000
+        return deadline if deadline > self.now_ns() else None
+
+    def has_message_history(self, room: RoomRec) -> bool:
+        return any(i in self.messages for i in room.timeline)
+
+    # ------------------------------------------------------------------ messages
+
+    def _msg_in_room(self, room: RoomRec, event_id: str, *, allow_deleted: bool = False) -> MsgRec:
+        m = self.messages.get(event_id)
+        if m is None or m.room_id != room.id or (m.deleted_ns is not None and not allow_deleted):
+            raise err("not_found", "message not found")
+        return m
+
+    def create_message(self, actor: str, room_id: str, body: str, *, thread_root_event_id: str = "",
+                       in_reply_to: str = "", also_send_to_channel: bool = False,
+                       create_thread: bool = False, attachment_asset_ids: Iterable[str] = (),
+                       created_ns: int | None = None) -> MsgRec:
+        """``MessageService.CreateMessage`` (spec §2.3). Returns the new message record."""
+        with self.lock:
+            room = self._member_room(actor, room_id)
+            if room.archived:
+                raise err("failed_precondition", "room is archived")
+            attachments = list(attachment_asset_ids)
+            root: MsgRec | None = None
+            if in_reply_to:
+                target = self._msg_in_room(room, in_reply_to, allow_deleted=True)
+                if not thread_root_event_id and target.thread_root_event_id:
+                    thread_root_event_id = target.thread_root_event_id
+            if thread_root_event_id:
+                if room.is_dm:
+                    raise err("invalid_argument", "threads are not supported in direct messages")
+                if create_thread:
+                    raise err("invalid_argument", "create_thread cannot be combined with thread_root_event_id")
+                root = self.messages.get(thread_root_event_id)
+                if root is None or root.room_id != room.id:
+                    raise err("not_found", "thread root not found")
+                if not root.is_root:
+                    raise err("invalid_argument", "thread root must be a root message, not a thread reply")
+                if root.deleted_ns is not None:
+                    raise err("not_found", "thread root not found")
+                self._need(actor, room, "message.post-in-thread")
+                if also_send_to_channel:
+                    self._need(actor, room, "message.echo")
+                    self._need(actor, room, "message.post")
+            else:
+                if also_send_to_channel:
+                    raise err("invalid_argument", "also_send_to_channel requires a thread reply")
+                if create_thread and room.is_dm:
+                    raise err("invalid_argument", "threads are not supported in direct messages")
+                self._need(actor, room, "message.post")
+                if create_thread:
+                    self._need(actor, room, "message.post-in-thread")
+            if attachments:
+                self._need(actor, room, "message.attach")
+                raise err("failed_precondition", "asset is not attachable")
+            if len(body.encode("utf-8")) > MAX_BODY_BYTES:
+                raise err("invalid_argument", "message body exceeds maximum length")
+            if not has_visible_content(body):
+                raise err("invalid_argument", "message must have a body or attachments")
+            deadline = self.slow_mode_deadline(actor, room)
+            if deadline is not None:
+                raise err("resource_exhausted", f"slow mode is active until {rfc3339nano(deadline)}")
+
+            now = self.now_ns()
+            room.last_post_ns[actor] = now
+            facts: list[Fact] = []
+            msg = MsgRec(id=new_id("E"), room_id=room.id, actor_id=actor,
+                         created_ns=created_ns if created_ns is not None else now,
+                         seq=0, body=body, in_reply_to=in_reply_to,
+                         thread_root_event_id=root.id if root else "")
+            audience = frozenset(room.members)
+            if root is None:
+                msg.seq = self._next_seq()
+                self.messages[msg.id] = msg
+                room.timeline.append(msg.id)
+                room.unread |= set(room.members) - {actor}
+                room.unread.discard(actor)
+                if create_thread:
+                    msg.has_thread = True
+                    msg.followers.append(actor)
+                facts.append(Fact(seq=msg.seq, id=msg.id, kind="message_posted", created_ns=now,
+                                  actor_id=actor, room_id=room.id, audience=audience))
+                if create_thread:
+                    facts.append(self._fact("thread_created", actor_id=actor, room_id=room.id, audience=audience))
+            else:
+                first = not root.has_thread
+                thread_fact = None
+                if first:
+                    root.has_thread = True
+                    thread_fact = self._fact("thread_created", actor_id=actor, room_id=room.id, audience=audience)
+                    if root.actor_id not in root.followers:
+                        root.followers.append(root.actor_id)
+                msg.seq = self._next_seq()
+                self.messages[msg.id] = msg
+                root.replies.append(msg.id)
+                root.t_count += 1
+                root.t_last_ns = max(root.t_last_ns or 0, msg.created_ns)
+                if actor not in root.t_participants:
+                    root.t_participants.append(actor)
+                if actor not in root.followers:
+                    root.followers.append(actor)
+                root.thread_unread |= set(root.followers) - {actor}
+                root.thread_unread.discard(actor)
+                room.unread.discard(actor)
+                if thread_fact:
+                    facts.append(thread_fact)
+                facts.append(Fact(seq=msg.seq, id=msg.id, kind="reply_posted", created_ns=now,
+                                  actor_id=actor, room_id=room.id, audience=audience))
+                if also_send_to_channel:
+                    echo = MsgRec(id=new_id("E"), room_id=room.id, actor_id=actor, created_ns=self.now_ns(),
+                                  seq=self._next_seq(), body=body, echo_of_event_id=msg.id,
+                                  echo_from_thread_root_event_id=root.id)
+                    self.messages[echo.id] = echo
+                    room.timeline.append(echo.id)
+                    msg.channel_echo_event_id = echo.id
+                    room.unread |= set(room.members) - {actor}
+                    facts.append(Fact(seq=echo.seq, id=echo.id, kind="message_posted", created_ns=echo.created_ns,
+                                      actor_id=actor, room_id=room.id, audience=audience))
+            # snapshots after all mutations (ThreadCreated shows the updated summary, fixture 03-01)
+            for f in facts:
+                if f.kind == "thread_created":
+                    f.root = self.view(root if root is not None else msg)
+                elif f.kind == "reply_posted":
+                    f.msg = self.view(msg)
+                    f.root = self.view(root)
+                else:
+                    f.msg = self.view(self.messages[f.id])
+            self._emit(facts)
+            return msg
+
+    def update_message(self, actor: str, room_id: str, event_id: str, body: str | None) -> MsgRec:
+        """``MessageService.UpdateMessage`` (spec §2.4): author within 3 h, others need
+        ``message.manage``. ``body=None`` leaves the body unchanged."""
+        with self.lock:
+            room = self._member_room(actor, room_id)
+            m = self._msg_in_room(room, event_id)
+            if m.echo_of_event_id:
+                m = self._msg_in_room(room, m.echo_of_event_id)
+            now = self.now_ns()
+            if m.actor_id == actor:
+                if now - m.created_ns > EDIT_WINDOW_NS and "message.manage" not in self.effective(actor, room):
+                    raise err("failed_precondition", "edit window has expired")
+            else:
+                self._need(actor, room, "message.manage")
+            if body is not None:
+                if len(body) > MAX_BODY_BYTES or len(body.encode("utf-8")) > MAX_BODY_BYTES:
+                    raise err("invalid_argument", "message body exceeds maximum length")
+                if not has_visible_content(body):
+                    raise err("invalid_argument", "message must have a body or attachments")
+                m.body = body
+            m.updated_ns = now
+            echo = None
+            if m.channel_echo_event_id and m.channel_echo_event_id in self.messages:
+                echo = self.messages[m.channel_echo_event_id]
+                if echo.deleted_ns is None:
+                    echo.body, echo.updated_ns = m.body, now
+                else:
+                    echo = None
+            f = self._fact("message_edited", actor_id=actor, room_id=room.id, audience=frozenset(room.members))
+            f.msg = self.view(m)
+            f.echo = self.view(echo) if echo else None
+            self._emit([f])
+            return m
+
+    def delete_message(self, actor: str, room_id: str, event_id: str) -> MsgRec:
+        """``MessageService.DeleteMessage``: tombstone (body absent, ``deleted_at`` set)."""
+        with self.lock:
+            room = self._member_room(actor, room_id)
+            m = self._msg_in_room(room, event_id)
+            if m.echo_of_event_id:
+                m = self._msg_in_room(room, m.echo_of_event_id)
+            if m.actor_id != actor:
+                self._need(actor, room, "message.manage")
+            now = self.now_ns()
+            m.deleted_ns, m.body, m.reactions = now, None, {}
+            if m.thread_root_event_id and m.thread_root_event_id in self.messages:
+                self._recount_thread(self.messages[m.thread_root_event_id])
+            echo = None
+            if m.channel_echo_event_id and m.channel_echo_event_id in self.messages:
+                echo = self.messages[m.channel_echo_event_id]
+                echo.deleted_ns, echo.body, echo.reactions = now, None, {}
+            f = self._fact("message_deleted", actor_id=actor, room_id=room.id, audience=frozenset(room.members))
+            f.msg = self.view(m)
+            f.echo = self.view(echo) if echo else None
+            self._emit([f])
+            return m
+
+    def get_message(self, actor: str, room_id: str, event_id: str) -> MsgRec:
+        with self.lock:
+            room = self._member_room(actor, room_id)
+            return self._msg_in_room(room, event_id)
+
+    def react(self, actor: str, room_id: str, message_event_id: str, emoji: str, add: bool) -> tuple[bool, MsgRec]:
+        """``AddReaction``/``RemoveReaction``: ``(changed, message)``. Echo ids alias the
+        canonical reply; adding an existing reaction is an idempotent success."""
+        with self.lock:
+            room = self._member_room(actor, room_id)
+            if not _EMOJI_RE.match(emoji or ""):
+                raise err("invalid_argument", "unsupported emoji")
+            self._need(actor, room, "message.react")
+            m = self._msg_in_room(room, message_event_id)
+            if m.echo_of_event_id:
+                m = self._msg_in_room(room, m.echo_of_event_id)
+            users = m.reactions.get(emoji, [])
+            if add:
+                if actor in users:
+                    return False, m
+                mine = sum(1 for us in m.reactions.values() if actor in us)
+                if mine >= MAX_REACTIONS_PER_USER:
+                    raise err("resource_exhausted", "too many reactions on this message")
+                m.reactions.setdefault(emoji, []).append(actor)
+            else:
+                if actor not in users:
+                    return False, m
+                users.remove(actor)
+                if not users:
+                    del m.reactions[emoji]
+            f = self._fact("reaction", actor_id=actor, room_id=room.id, audience=frozenset(room.members),
+                           reaction=(1 if add else 2, m.id, emoji, actor))
+            f.msg = self.view(m)
+            self._emit([f])
+            return True, m
+
+    def typing(self, actor: str, room_id: str, thread_root_event_id: str = "") -> None:
+        """``RoomService.UpdateTypingIndicator``: membership only; transient, not logged."""
+        with self.lock:
+            room = self._member_room(actor, room_id)
+            payload = {"room_id": room.id, "thread_root_event_id": thread_root_event_id,
+                       "actor_id": actor, "audience": frozenset(room.members) - {actor},
+                       "created_ns": self.now_ns()}
+            for cb in list(self.transient_listeners):
+                cb("typing", payload)
+
+    # ------------------------------------------------------------------ reads
+
+    @staticmethod
+    def clamp_limit(limit: int) -> int:
+        if limit <= 0:
+            return DEFAULT_PAGE
+        return min(limit, MAX_PAGE)
+
+    def thread_root(self, actor: str, room_id: str, root_id: str) -> tuple[RoomRec, MsgRec]:
+        room = self._member_room(actor, room_id)
+        root = self.messages.get(root_id)
+        if root is None or root.room_id != room.id:
+            raise err("not_found", "thread root not found")
+        if not root.is_root:
+            raise err("invalid_argument", "thread root must be a root message, not a thread reply")
+        return room, root
+
+    # ------------------------------------------------------------------ persistence
+
+    def to_json(self) -> dict:
+        """JSON-serialisable snapshot (users incl. keys, rooms, rows, messages, secret)."""
+        with self.lock:
+            def s(x):
+                return sorted(x)
+            return {
+                "format": "hermes-chatto-local/1",
+                "server_name": self.server_name,
+                "version": self.version,
+                "secret": b64url(self.sealer.secret),
+                "seq": self.seq,
+                "users": [dict(u.__dict__, server_grants=s(u.server_grants)) for u in self.users.values()],
+                "rooms": [dict(r.__dict__, grants={k: s(v) for k, v in r.grants.items()},
+                               denies={k: s(v) for k, v in r.denies.items()}, unread=s(r.unread))
+                          for r in self.rooms.values()],
+                "rows": [dict(r.__dict__) for r in self.rows.values()],
+                "messages": [dict(m.__dict__, thread_unread=s(m.thread_unread)) for m in self.messages.values()],
+            }
+
+    def load_json(self, data: dict) -> None:
+        """Replace the state with a :meth:`to_json` snapshot. The fact log starts empty,
+        so resume cursors from before the load lead to a reset (never to a wrong replay)."""
+        with self.lock:
+            self.sealer = Sealer(unb64url(data["secret"]))
+            self.seq = int(data["seq"])
+            self.log_base_seq = self.seq
+            self.facts = []
+            self.users = {}
+            for u in data["users"]:
+                rec = UserRec(**u)
+                rec.server_grants = set(rec.server_grants)
+                self.users[rec.id] = rec
+            self.rooms = {}
+            for r in data["rooms"]:
+                rec = RoomRec(**r)
+                rec.grants = {k: set(v) for k, v in rec.grants.items()}
+                rec.denies = {k: set(v) for k, v in rec.denies.items()}
+                rec.unread = set(rec.unread)
+                self.rooms[rec.id] = rec
+            self.rows = {r["id"]: RowRec(**r) for r in data["rows"]}
+            self.messages = {}
+            for m in data["messages"]:
+                rec = MsgRec(**m)
+                rec.thread_unread = set(rec.thread_unread)
+                self.messages[rec.id] = rec
