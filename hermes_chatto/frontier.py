@@ -191,12 +191,23 @@ def _cut_utf8(s: str, max_bytes: int) -> str:
     return b[: max_bytes - 3].decode("utf-8", "ignore").rstrip() + _ELLIPSIS
 
 
+def _utc(ts: float | None) -> datetime | None:
+    """Epoch seconds → aware UTC datetime; ``None`` for unset or out-of-range values (a
+    mutated frame can carry any int64 in ``Timestamp.seconds``)."""
+    if ts is None:
+        return None
+    try:
+        return datetime.fromtimestamp(ts, timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def short_time(ts: float | None, ref: date | None) -> str:
     """``HH:MM`` (UTC) when ``ts`` falls on the ``ref`` day, else ``YYYY-MM-DD HH:MM``;
     ``--:--`` when unknown. ``ts`` is epoch seconds."""
-    if ts is None:
+    dt = _utc(ts)
+    if dt is None:
         return "--:--"
-    dt = datetime.fromtimestamp(ts, timezone.utc)
     if ref is not None and dt.date() == ref:
         return dt.strftime("%H:%M")
     return dt.strftime("%Y-%m-%d %H:%M")
@@ -256,7 +267,8 @@ def render_block_fit(messages: Sequence[ChattoMessage], *, bot_user_id: str,
     if ref_time is None:
         stamps = [m.created_at for m in msgs if m.created_at is not None]
         ref_time = max(stamps) if stamps else None
-    ref = datetime.fromtimestamp(ref_time, timezone.utc).date() if ref_time is not None else None
+    ref_dt = _utc(ref_time)
+    ref = ref_dt.date() if ref_dt is not None else None
     parts = [_line_parts(m, bot_user_id=bot_user_id, users=users, ref=ref) for m in msgs]
     omitted = _omitted_note(older_omitted) if older_omitted else ""
     for n in range(len(msgs), 0, -1):

@@ -871,3 +871,17 @@ def test_session_id_for_predicts_idle_reset(tmp_path, monkeypatch):
     policy = store.config.get_reset_policy(platform=src.platform, session_type=src.chat_type)
     entry.updated_at = entry.updated_at - timedelta(minutes=policy.idle_minutes + 5)
     assert session_id_for(store, key) is None  # the runner will start a new session this turn
+
+
+def test_render_block_survives_out_of_range_timestamps():
+    """Reported by the fault suite: a mutated frame with Timestamp.seconds far beyond year
+    9999 crashed render_block ("year 73104 is out of range"). It must render '--:--'."""
+    from hermes_chatto.frontier import render_block, short_time
+    from hermes_chatto.wire.types import ChattoMessage
+
+    assert short_time(2_245_000_000_000.0, None) == "--:--"
+    assert short_time(-1e18, None) == "--:--"
+    msgs = [ChattoMessage(event_id="E1", room_id="R1", author_id="U1", body="hi", created_at=2_245_000_000_000.0),
+            ChattoMessage(event_id="E2", room_id="R1", author_id="U1", body="yo", created_at=1_787_912_729.0)]
+    text = render_block(msgs, bot_user_id="UB", users={}, more_pending=False, max_bytes=4000)
+    assert "[Earlier in this thread]" in text and "--:--" in text and "yo" in text
