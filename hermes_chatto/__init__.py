@@ -1,0 +1,169 @@
+"""hermes-chatto: a Hermes agent gateway platform plugin that puts the agent on a Chatto
+chat server (≥ 0.5.0) as a bot account.
+
+Entry point ``hermes_agent.plugins: chatto = "hermes_chatto"`` (the module — the loader
+calls ``getattr(module, "register")``). :func:`register` runs eagerly whenever Hermes
+discovers plugins (CLI processes too), so importing this package is cheap: no httpx,
+websockets or protobuf at module load; the adapter, the wire layer and the settings are
+imported lazily inside the hooks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["register", "PLATFORM_NAME"]
+__version__ = "0.1.0"
+
+PLATFORM_NAME = "chatto"
+
+PLATFORM_HINT = (
+    "You are talking on Chatto, a team chat. Messages support Markdown (code blocks, lists, links). "
+    "In channels you answer inside a thread; mention people as @login. Long answers are split into "
+    "several messages automatically."
+)
+
+
+def _deps_importable() -> bool:
+    """``check_fn``: the runtime dependencies are installed (a passive probe: no import)."""
+    from importlib.util import find_spec
+
+    try:
+        return all(find_spec(m) is not None for m in ("httpx", "websockets", "google.protobuf", "pydantic_settings"))
+    except (ImportError, ValueError):
+        return False
+
+
+def _factory(pconfig: Any):
+    """``adapter_factory``: imports the adapter (and the wire layer) only now."""
+    from .adapter import ChattoAdapter
+
+    return ChattoAdapter(pconfig)
+
+
+def _validate(pconfig: Any) -> bool:
+    from .config import validate_config
+
+    return validate_config(pconfig)
+
+
+def _is_connected(pconfig: Any) -> bool:
+    from .config import is_connected
+
+    return is_connected(pconfig)
+
+
+def _env_enablement():
+    from .config import env_enablement
+
+    return env_enablement()
+
+
+def _setup() -> None:
+    from .setup_wizard import setup_fn
+
+    setup_fn()
+
+
+async def _standalone_send(pconfig: Any, chat_id: str, message: str, *, thread_id: str | None = None,
+                           media_files: Any = None, force_document: bool = False) -> dict:
+    """``standalone_sender_fn`` for cron / ``hermes send`` when no gateway runs in this
+    process: a short-lived ``ChattoClient`` with the profile's settings (scoped secret
+    reader), then the same send path as a reply (``adapter.deliver_text``: byte split,
+    one thread root, stop at the first failure, resume on retry). Media files are not
+    supported yet and are reported in ``warnings``.
+
+    Returns ``{"success": True, "message_id": <last>, "message_ids": [...]}`` or
+    ``{"error": "chunk 2 of 3 failed: …", "message_ids": [<sent>]}``.
+    """
+    from .adapter import deliver_text
+    from .config import ChattoConfigError, load_settings
+    from .tools import resolve_thread_root
+    from .wire.connect import ChattoClient
+    from .wire.errors import ChattoError
+
+    try:
+        settings = load_settings(pconfig)
+    except ChattoConfigError as e:
+        return {"error": f"Chatto is not configured: {e}"}
+    if not (message or "").strip():
+        return {"error": "empty message"}
+    try:
+        async with ChattoClient(settings.url, settings.bot_key) as client:
+            try:
+                room = await client.get_room(str(chat_id))
+            except ChattoError as e:
+                return {"error": f"Chatto room {chat_id}: {e}"}
+            root = await resolve_thread_root(client, room, thread_id)
+            report = await deliver_text(client, room.id, message, thread_root_event_id=root)
+    except ChattoError as e:
+        return {"error": f"Chatto send failed: {e}"}
+    out: dict[str, Any]
+    if report.ok:
+        out = {"success": True, "message_id": report.sent_ids[-1] if report.sent_ids else None,
+               "message_ids": list(report.sent_ids)}
+    else:
+        out = {"error": report.describe(), "message_ids": list(report.sent_ids)}
+    if media_files:
+        out.setdefault("warnings", []).append("Chatto: media attachments are not supported yet; text only")
+    return out
+
+
+def register(ctx: Any) -> None:
+    """Plugin entry: registers the ``chatto`` platform, the opt-in ``chatto`` toolset
+    (``chatto_send_message``) and ``hermes chatto …`` (doctor/setup/settings).
+
+    ``max_message_length`` is 0 on purpose: the host's stand-alone chunker counts
+    *characters* and appends ``(i/N)`` markers, while Chatto's cap is 10,000 UTF-8
+    *bytes*; with 0 the host hands the whole text to ``standalone_sender_fn`` / ``send()``,
+    which split by bytes exactly like a reply. Newer-only ``PlatformEntry`` fields are
+    passed only when this host has them (``compat.entry_kwargs``).
+    """
+    from . import compat
+
+    kw = compat.entry_kwargs(
+        is_connected=_is_connected,
+        env_enablement_fn=_env_enablement,
+        standalone_sender_fn=_standalone_send,
+        allowed_users_env="CHATTO_ALLOWED_USERS",
+        allow_all_env="CHATTO_ALLOW_ALL_USERS",
+        cron_deliver_env_var="CHATTO_HOME_CHANNEL",
+        max_message_length=0,
+        platform_hint=PLATFORM_HINT,
+        emoji="💬",
+        setup_fn=_setup,
+        pii_safe=False,
+        allow_update_command=True,
+    )
+    ctx.register_platform(
+        name=PLATFORM_NAME,
+        label="Chatto",
+        adapter_factory=_factory,
+        check_fn=_deps_importable,
+        validate_config=_validate,
+        required_env=["CHATTO_URL", "CHATTO_BOT_KEY"],
+        install_hint="pip install hermes-chatto",
+        **kw,
+    )
+    register_tool = getattr(ctx, "register_tool", None)
+    if callable(register_tool):
+        try:
+            from .tools import register_tools
+
+            register_tools(ctx)
+        except Exception as e:  # a tool problem must not take the platform down
+            import logging
+
+            logging.getLogger("hermes_chatto").warning("chatto_send_message not registered: %s", e)
+    if callable(getattr(ctx, "register_cli_command", None)):
+        try:
+            from .cli import register_cli
+        except ImportError:
+            register_cli = None
+        if register_cli is not None:
+            try:
+                register_cli(ctx)
+            except Exception as e:
+                import logging
+
+                logging.getLogger("hermes_chatto").warning("hermes chatto CLI not registered: %s", e)

@@ -1,0 +1,345 @@
+"""The inbound pipeline: which realtime message becomes a Hermes turn, and how.
+
+Small pure steps on plain data (:class:`~hermes_chatto.wire.types.ChattoMessage` plus an
+:class:`IngressContext`), each testable on its own; :func:`decide` runs them in order
+and returns an :class:`IngressDecision` the adapter just executes.
+
+1. classification — done by the wire layer (``wire/frames.Classifier``, spec §3.7);
+2. :func:`is_own` — the bot's own messages (author id == bot id, or an id we just
+   created) are dropped in channels, threads and DMs; another bot is never "self";
+3. dedupe by event id — :class:`SeenSet` (bounded LRU; the adapter uses the
+   restart-surviving ``store.SeenStore`` when it exists);
+4. :func:`skip_reason` — echo rows, tombstones, second upserts of a thread root,
+   bodiless rows;
+5. :func:`gate` — DMs always; channels when ``@<bot login>`` appears outside code
+   spans/blocks and blockquotes (:func:`mentions`), in a thread the bot takes part in,
+   or in a free-response room;
+6. :func:`route` — DM → ``chat_type="dm"``; channel → ``"group"``; ``chat_id`` = room
+   id; ``thread_id`` = thread root id; a top-level channel message that starts a turn
+   carries its own id as ``thread_id`` (answered in a thread under it, as Hermes' Slack
+   adapter does) unless ``reply_in_thread`` is off.
+
+Reactions are not turns (acks are handled by the adapter). No I/O, no Hermes import.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Callable, Container, Iterable, Protocol
+
+from .wire.types import ROOM_KIND_DM, ChattoMessage
+
+# ---------------------------------------------------------------------------------
+# step 2: self
+
+
+def is_own(msg: ChattoMessage, bot_user_id: str, recently_created: Container[str] = ()) -> bool:
+    """True when ``msg`` is the bot's own message: its author id equals the bot's user id
+    or its event id is one the bot just created (``CreateMessage`` response ids).
+
+    Another bot (``author.is_bot`` with a different id) is an ordinary sender.
+    An empty ``bot_user_id`` never matches (unknown identity is not "everyone").
+    """
+    if bot_user_id and msg.author_id == bot_user_id:
+        return True
+    return bool(msg.event_id) and msg.event_id in recently_created
+
+
+# ---------------------------------------------------------------------------------
+# step 3: dedupe
+
+
+class SeenLike(Protocol):
+    def __contains__(self, event_id: object) -> bool: ...
+    def add(self, event_id: str) -> None: ...
+
+
+class SeenSet:
+    """Bounded in-memory set of event ids, least recently added evicted first.
+
+    ``capacity`` counts ids (default 50,000). In-memory only: the adapter prefers the
+    sqlite-backed ``hermes_chatto.store.SeenStore`` (survives a restart) when present.
+    """
+
+    def __init__(self, capacity: int = 50_000, initial: Iterable[str] = ()):
+        self.capacity = max(1, int(capacity))
+        self._d: OrderedDict[str, None] = OrderedDict()
+        for e in initial:
+            self.add(e)
+
+    def __contains__(self, event_id: object) -> bool:
+        return event_id in self._d
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def add(self, event_id: str) -> None:
+        if not event_id:
+            return
+        self._d[event_id] = None
+        self._d.move_to_end(event_id)
+        while len(self._d) > self.capacity:
+            self._d.popitem(last=False)
+
+
+# ---------------------------------------------------------------------------------
+# step 4: rows that are never turns
+
+
+def skip_reason(msg: ChattoMessage, projection_id: str | None = None) -> str | None:
+    """Why ``msg`` is not a new message, or ``None``.
+
+    ``"echo_row"`` (``echo_of_event_id`` set: a channel copy of a thread reply,
+    chatto-protocol §6.12), ``"tombstone"`` (``deleted_at`` set), ``"thread_root_refresh"``
+    (an upsert whose projection id is not the message's own id — the second upsert of a
+    reply event is the refreshed root, §3.7), ``"no_body"`` (no text and no attachment).
+    """
+    if msg.echo_of_event_id:
+        return "echo_row"
+    if msg.deleted_at is not None:
+        return "tombstone"
+    if projection_id is not None and projection_id and projection_id != msg.event_id:
+        return "thread_root_refresh"
+    if not (msg.body or "").strip() and not msg.attachment_names:
+        return "no_body"
+    return None
+
+
+# ---------------------------------------------------------------------------------
+# step 5: mention gate
+
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def strip_code_and_quotes(body: str) -> str:
+    """``body`` with fenced code blocks, indented-by-fence content, inline code spans and
+    blockquote lines removed (replaced by spaces/newlines), as Chatto's mention parser
+    ignores them (``cli/internal/core/mentions.go``, chatto-protocol §2.3)."""
+    out_lines: list[str] = []
+    fence: str | None = None
+    for line in body.split("\n"):
+        m = _FENCE_RE.match(line)
+        if fence is None:
+            if m:
+                fence = m.group(1)
+                out_lines.append("")
+                continue
+            if line.lstrip(" ").startswith(">"):
+                out_lines.append("")
+                continue
+            out_lines.append(line)
+        else:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip(" `~"):
+                fence = None
+            out_lines.append("")
+    text = "\n".join(out_lines)
+    return _strip_code_spans(text)
+
+
+def _strip_code_spans(text: str) -> str:
+    """Remove CommonMark inline code spans: a run of N backticks up to the next run of
+    exactly N backticks. An unmatched run is literal text."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] != "`":
+            j = text.find("`", i)
+            if j < 0:
+                out.append(text[i:])
+                break
+            out.append(text[i:j])
+            i = j
+            continue
+        j = i
+        while j < n and text[j] == "`":
+            j += 1
+        run = j - i
+        # find a closing run of exactly `run` backticks
+        k = j
+        close = -1
+        while k < n:
+            k = text.find("`" * run, k)
+            if k < 0:
+                break
+            e = k + run
+            if (k == 0 or text[k - 1] != "`") and (e >= n or text[e] != "`"):
+                close = k
+                break
+            while k < n and text[k] == "`":
+                k += 1
+        if close < 0:
+            out.append(text[i:j])
+            i = j
+        else:
+            out.append(" ")
+            i = close + run
+    return "".join(out)
+
+
+def mentions(body: str | None, login: str) -> bool:
+    """True when ``@<login>`` appears in ``body`` outside code spans, code blocks and
+    blockquotes. Case-insensitive; the mention must not be part of a longer login or an
+    e-mail address (``a@login`` / ``@login2`` do not count)."""
+    if not body or not login:
+        return False
+    text = strip_code_and_quotes(body)
+    pat = re.compile(r"(?<![\w.@/-])@" + re.escape(login) + r"(?![\w-])", re.IGNORECASE)
+    return bool(pat.search(text))
+
+
+# ---------------------------------------------------------------------------------
+# context and decision
+
+
+@dataclass(frozen=True, slots=True)
+class IngressContext:
+    """What the pipeline needs to know besides the message (plain values).
+
+    ``room_kind`` is ``"dm"`` / ``"channel"`` (``""`` = unknown, treated as channel);
+    ``bot_in_thread`` means the bot already takes part in the message's thread (it
+    posted there, the root is its own, or a session exists for the thread);
+    ``free_response`` means the room is configured to answer without a mention.
+    """
+
+    bot_user_id: str
+    bot_login: str = ""
+    room_kind: str = ""
+    room_name: str = ""
+    free_response: bool = False
+    require_mention: bool = True
+    bot_in_thread: bool = False
+    reply_in_thread: bool = True
+    recently_created: Container[str] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True, slots=True)
+class IngressDecision:
+    """Dispatch or drop, with the source fields for ``adapter.build_source``.
+
+    ``reason`` is a stable slug: ``dispatch_dm``, ``dispatch_mention``,
+    ``dispatch_thread``, ``dispatch_free_response``, ``dispatch_no_mention_required``,
+    ``own_message``, ``duplicate``, ``echo_row``, ``tombstone``, ``thread_root_refresh``,
+    ``no_body``, ``not_addressed``.
+    ``starts_thread`` is True when a top-level channel message gets ``thread_id`` = its
+    own id (the reply opens a thread under it).
+    """
+
+    dispatch: bool
+    reason: str
+    chat_type: str = ""
+    chat_id: str = ""
+    chat_name: str | None = None
+    thread_id: str | None = None
+    user_id: str = ""
+    user_name: str = ""
+    is_bot: bool = False
+    text: str = ""
+    message_id: str = ""
+    starts_thread: bool = False
+
+
+def gate(msg: ChattoMessage, ctx: IngressContext) -> str | None:
+    """Step 5: the dispatch reason, or ``None`` when the message is not for the bot."""
+    if ctx.room_kind == ROOM_KIND_DM:
+        return "dispatch_dm"
+    if mentions(msg.body, ctx.bot_login):
+        return "dispatch_mention"
+    if msg.thread_root_event_id and ctx.bot_in_thread:
+        return "dispatch_thread"
+    if ctx.free_response:
+        return "dispatch_free_response"
+    if not ctx.require_mention:
+        return "dispatch_no_mention_required"
+    return None
+
+
+def route(msg: ChattoMessage, ctx: IngressContext) -> tuple[str, str, str | None, bool]:
+    """Step 6: ``(chat_type, chat_id, thread_id, starts_thread)``.
+
+    DM → ``("dm", room, None)`` (Chatto DMs have no threads). Channel reply →
+    ``("group", room, root)``. Top-level channel message → ``("group", room, own id)``
+    when ``reply_in_thread`` (the answer opens a thread under it), else no thread.
+    """
+    if ctx.room_kind == ROOM_KIND_DM:
+        return "dm", msg.room_id, None, False
+    if msg.thread_root_event_id:
+        return "group", msg.room_id, msg.thread_root_event_id, False
+    if ctx.reply_in_thread:
+        return "group", msg.room_id, msg.event_id, True
+    return "group", msg.room_id, None, False
+
+
+def decide(
+    msg: ChattoMessage,
+    ctx: IngressContext,
+    seen: SeenLike | None = None,
+    *,
+    projection_id: str | None = None,
+    mark_seen: bool = True,
+) -> IngressDecision:
+    """Run steps 2–6 on one new message and return the decision.
+
+    ``seen`` (step 3) is consulted and, when ``mark_seen``, the event id is added to it
+    for every message that passes step 2 — so a replay after a reconnect, a projection
+    reset or a restart (with a persistent seen-store) is dropped as ``duplicate``.
+    """
+    if is_own(msg, ctx.bot_user_id, ctx.recently_created):
+        return IngressDecision(False, "own_message", chat_id=msg.room_id, message_id=msg.event_id)
+    if seen is not None:
+        if msg.event_id in seen:
+            return IngressDecision(False, "duplicate", chat_id=msg.room_id, message_id=msg.event_id)
+        if mark_seen:
+            seen.add(msg.event_id)
+    why = skip_reason(msg, projection_id)
+    if why is not None:
+        return IngressDecision(False, why, chat_id=msg.room_id, message_id=msg.event_id)
+    reason = gate(msg, ctx)
+    if reason is None:
+        return IngressDecision(False, "not_addressed", chat_id=msg.room_id, message_id=msg.event_id)
+    chat_type, chat_id, thread_id, starts = route(msg, ctx)
+    author = msg.author
+    return IngressDecision(
+        True,
+        reason,
+        chat_type=chat_type,
+        chat_id=chat_id,
+        chat_name=ctx.room_name or None,
+        thread_id=thread_id,
+        user_id=msg.author_id,
+        user_name=(author.label if author is not None else msg.author_id),
+        is_bot=bool(author.is_bot) if author is not None else False,
+        text=msg.body or "",
+        message_id=msg.event_id,
+        starts_thread=starts,
+    )
+
+
+# ---------------------------------------------------------------------------------
+# edits
+
+
+@dataclass(frozen=True, slots=True)
+class EditDecision:
+    """What to do with an edit: ``redispatch`` the edited text for ``guard_key`` (the
+    adapter's in-flight turn key) or ignore it (``reason``)."""
+
+    redispatch: bool
+    reason: str
+    guard_key: str = ""
+    text: str = ""
+
+
+def decide_edit(msg: ChattoMessage, bot_user_id: str, inflight: Callable[[str], str | None]) -> EditDecision:
+    """An edit replaces a turn only when the edited message is the trigger of a turn
+    still in flight (``inflight(event_id)`` returns its guard key); edits of older
+    messages, own edits, tombstones and empty bodies do nothing."""
+    if bot_user_id and msg.author_id == bot_user_id:
+        return EditDecision(False, "own_message")
+    if msg.deleted_at is not None or not (msg.body or "").strip():
+        return EditDecision(False, "no_body")
+    key = inflight(msg.event_id)
+    if not key:
+        return EditDecision(False, "not_in_flight")
+    return EditDecision(True, "replace_in_flight", guard_key=key, text=msg.body or "")

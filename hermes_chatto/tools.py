@@ -1,0 +1,204 @@
+"""Agent tool ``chatto_send_message`` (toolset ``chatto``, opt-in).
+
+Posts text to a Chatto room (id or name) — or a thread in it — that the bot is a
+member of, through the same send path as a reply (design-notes §3): the live adapter's
+``ChattoAdapter._deliver_chunks`` when the gateway of this profile runs in this process,
+else a short-lived client with the profile's settings (:func:`hermes_chatto.adapter.
+deliver_text`). Same byte-based chunks, same thread routing, same stop-at-first-failure.
+
+On failure the tool returns a refusal that names the failed chunk (``chunk 2 of 3
+failed: …``) and lists the ids that went out; calling the tool again with the same
+room, thread and text resumes at the failed chunk (already-posted chunks are never
+re-sent).
+
+Note: hermes-agent 0.19.0 deliberately ships no model-callable send tool (its
+``send_message`` is for cron/CLI only, Hermes spec §5.1). This tool exists because the
+project asks for it; it lives in its own ``chatto`` toolset so an operator must enable it
+explicitly (``hermes tools``), and it can only reach rooms the bot already belongs to.
+
+Registered with ``ctx.register_tool(name, toolset, schema, handler, check_fn=...)``
+(``hermes_cli/plugins.py`` 0.19.0); the handler is sync (``handler(args, **kw) -> str``)
+and runs in the agent's worker thread, so the live adapter's coroutine is scheduled on
+the gateway loop with ``asyncio.run_coroutine_threadsafe``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from typing import Any
+
+logger = logging.getLogger("hermes_chatto.tools")
+
+TOOL_NAME = "chatto_send_message"
+TOOLSET = "chatto"
+#: Seconds the tool waits for a delivery (long replies are several RPCs).
+TOOL_TIMEOUT_S = 120.0
+
+SCHEMA: dict[str, Any] = {
+    "name": TOOL_NAME,
+    "description": (
+        "Post a message to a Chatto room (or a thread in it) that this bot is a member of. "
+        "Use only when the user asked you to post somewhere else than the current conversation. "
+        "Long text is split into several messages automatically. If it reports that a chunk "
+        "failed, call it again with exactly the same room, thread_id and text: only the "
+        "missing chunks are sent."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "room": {"type": "string", "description": "Room id (R…) or room name such as 'general'."},
+            "text": {"type": "string", "description": "Message text (Markdown)."},
+            "thread_id": {
+                "type": "string",
+                "description": "Optional: id of a message in the room; the text is posted in its thread.",
+            },
+        },
+        "required": ["room", "text"],
+    },
+}
+
+
+def _run_sync(coro, timeout: float):
+    """Run ``coro`` to completion from sync code (fresh loop in a helper thread when
+    this thread already runs a loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(asyncio.wait_for(coro, timeout))
+    box: dict[str, Any] = {}
+
+    def _target() -> None:
+        try:
+            box["v"] = asyncio.run(asyncio.wait_for(coro, timeout))
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            box["e"] = e
+
+    import contextvars
+
+    ctx = contextvars.copy_context()
+    t = threading.Thread(target=lambda: ctx.run(_target), daemon=True)
+    t.start()
+    t.join(timeout + 5)
+    if "e" in box:
+        raise box["e"]
+    return box.get("v")
+
+
+async def _send_live(adapter: Any, room_ref: str, text: str, thread_id: str | None) -> dict:
+    room = await adapter.resolve_member_room(room_ref)
+    if room is None:
+        return {"error": f"refused: the bot is not a member of a room called {room_ref!r} "
+                         "(use a room id or the exact name of a room the bot belongs to)"}
+    meta = {"thread_id": thread_id} if thread_id else None
+    root = await adapter._thread_root_for(room.id, None, meta)
+    report = await adapter._deliver_chunks(room.id, text, thread_root_event_id=root)
+    return _result(room.id, root, report)
+
+
+async def _send_standalone(room_ref: str, text: str, thread_id: str | None) -> dict:
+    from .adapter import deliver_text
+    from .config import load_settings
+    from .wire.connect import ChattoClient
+
+    settings = load_settings(None)
+    async with ChattoClient(settings.url, settings.bot_key) as client:
+        rooms = await client.list_rooms()
+        ref = room_ref.strip()
+        members = [r for r in rooms if r.is_member or r.is_dm]
+        room = next((r for r in members if r.id == ref), None)
+        if room is None:
+            hits = [r for r in members if r.name and r.name.lower() == ref.lstrip("#").lower()]
+            room = hits[0] if len(hits) == 1 else None
+        if room is None:
+            return {"error": f"refused: the bot is not a member of a room called {room_ref!r}"}
+        root = await resolve_thread_root(client, room, thread_id)
+        report = await deliver_text(client, room.id, text, thread_root_event_id=root)
+        return _result(room.id, root, report)
+
+
+async def resolve_thread_root(client: Any, room: Any, thread_id: str | None) -> str:
+    """Thread root for a send with an explicit ``thread_id``: ``""`` in DMs (no threads);
+    a reply id is mapped to its root via ``MessageService/GetMessage``."""
+    if not thread_id or getattr(room, "is_dm", False):
+        return ""
+    from .wire.errors import ChattoError
+
+    try:
+        m = await client.get_message(room.id, thread_id)
+        return m.thread_root_event_id or m.event_id or thread_id
+    except ChattoError:
+        return thread_id
+
+
+def _result(room_id: str, root: str, report: Any) -> dict:
+    if report.ok:
+        return {"ok": True, "room_id": room_id, "thread_id": root or None, "message_ids": list(report.sent_ids),
+                "chunks": report.total}
+    return {
+        "error": f"refused: {report.describe()}",
+        "room_id": room_id,
+        "thread_id": root or None,
+        "sent_message_ids": list(report.sent_ids),
+        "failed_chunk": (report.failed_index or 0) + 1,
+        "chunks": report.total,
+        "retry": "call chatto_send_message again with the same room, thread_id and text; "
+                 f"chunks 1..{report.failed_index} are not sent again",
+    }
+
+
+def chatto_send_message(args: dict, **_kw: Any) -> str:
+    """Tool handler: JSON string ``{"ok": true, "message_ids": [...]}`` or
+    ``{"error": "refused: chunk 2 of 3 failed: …", "sent_message_ids": [...]}``."""
+    room = str((args or {}).get("room") or "").strip()
+    text = str((args or {}).get("text") or "")
+    thread_id = str((args or {}).get("thread_id") or "").strip() or None
+    if not room or not text.strip():
+        return json.dumps({"error": "refused: 'room' and a non-empty 'text' are required"})
+    from .adapter import live_adapter
+
+    adapter = live_adapter()
+    try:
+        if adapter is not None and adapter._loop is not None and adapter._loop.is_running():
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            coro = _send_live(adapter, room, text, thread_id)
+            if running is adapter._loop:
+                coro.close()
+                return json.dumps({"error": "refused: chatto_send_message cannot block the gateway loop"})
+            fut = asyncio.run_coroutine_threadsafe(coro, adapter._loop)
+            result = fut.result(TOOL_TIMEOUT_S)
+        else:
+            result = _run_sync(_send_standalone(room, text, thread_id), TOOL_TIMEOUT_S)
+    except Exception as e:  # noqa: BLE001 - the model gets a refusal, never a traceback
+        logger.warning("chatto_send_message failed: %s", type(e).__name__)
+        result = {"error": f"refused: {type(e).__name__}: {e}"}
+    return json.dumps(result, ensure_ascii=False)
+
+
+def check_available() -> bool:
+    """Tool availability: the profile has a Chatto URL and key configured."""
+    try:
+        from .config import is_connected
+
+        return bool(is_connected(None))
+    except Exception:
+        return False
+
+
+def register_tools(ctx: Any) -> None:
+    """``ctx.register_tool`` the agent tool into the ``chatto`` toolset."""
+    ctx.register_tool(
+        name=TOOL_NAME,
+        toolset=TOOLSET,
+        schema=SCHEMA,
+        handler=chatto_send_message,
+        check_fn=check_available,
+        is_async=False,
+        description=SCHEMA["description"],
+        emoji="💬",
+    )
