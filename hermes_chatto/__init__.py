@@ -109,6 +109,20 @@ async def _standalone_send(pconfig: Any, chat_id: str, message: str, *, thread_i
     return out
 
 
+def _parse_target_ref(ref: str):
+    """Newer hosts' ``parse_target_ref_fn``: ``<room id>`` or ``<room id>:<thread root id>``
+    (Chatto ids are ``R``/``E`` + 14 letters/digits) → ``(chat_id, thread_id)``; else None."""
+    import re
+
+    m = re.fullmatch(r"\s*(R[0-9A-Za-z]{14})(?::(E[0-9A-Za-z]{14}))?\s*", str(ref or ""))
+    return (m.group(1), m.group(2)) if m else None
+
+
+def _validate_target_ref(ref: str):
+    """Newer hosts' ``validate_target_ref_fn``: True, or a reason string."""
+    return True if _parse_target_ref(ref) else "expected a Chatto room id (R…) optionally followed by :<thread id> (E…)"
+
+
 def register(ctx: Any) -> None:
     """Plugin entry: registers the ``chatto`` platform, the opt-in ``chatto`` toolset
     (``chatto_send_message``) and ``hermes chatto …`` (doctor/setup/settings).
@@ -134,6 +148,9 @@ def register(ctx: Any) -> None:
         setup_fn=_setup,
         pii_safe=False,
         allow_update_command=True,
+        # newer hosts only (dropped by compat.entry_kwargs on 0.19.0):
+        parse_target_ref_fn=_parse_target_ref,
+        validate_target_ref_fn=_validate_target_ref,
     )
     ctx.register_platform(
         name=PLATFORM_NAME,

@@ -69,6 +69,9 @@ TYPING_MIN_INTERVAL_S = 3.0
 #: anyway (seconds; the host's connect timeout is 30 s).
 CONNECT_CAUGHT_UP_TIMEOUT_S = 20.0
 
+#: Minimum seconds between two writes of the realtime resume cursor to the state file.
+CURSOR_SAVE_INTERVAL_S = 2.0
+
 
 # ---------------------------------------------------------------------------------
 # credential holder
@@ -256,45 +259,26 @@ class _NullFrontier:
 
 
 def _make_seen_store(capacity: int = 50_000):
-    """``hermes_chatto.store.SeenStore`` (survives a restart) when present, else an
-    in-memory :class:`~hermes_chatto.ingress.SeenSet` (shim)."""
+    """The persistent :class:`hermes_chatto.store.SeenStore` (survives a restart), or an
+    in-memory :class:`~hermes_chatto.ingress.SeenSet` when the state file cannot be opened."""
     try:
-        from .store import SeenStore  # type: ignore[attr-defined]
-    except Exception:
+        from .store import SeenStore
+
+        return SeenStore(limit=capacity)
+    except Exception as exc:  # noqa: BLE001 - e.g. read-only home: degrade, do not fail connect
+        logger.warning("Chatto: persistent seen-store unavailable (%s); using memory", exc)
         return SeenSet(capacity)
-    for args in ((), (None,)):
-        try:
-            s = SeenStore(*args)
-        except TypeError:
-            continue
-        except Exception as exc:
-            logger.warning("Chatto: persistent seen-store unavailable (%s); using memory", exc)
-            return SeenSet(capacity)
-        if hasattr(s, "__contains__") and hasattr(s, "add"):
-            return s
-        return _SeenStoreView(s)
-    return SeenSet(capacity)
 
 
-class _SeenStoreView:
-    """Adapts a store with ``seen(id)``/``mark(id)``-style methods to ``in``/``add``."""
+def _make_cursor_store():
+    """The persistent :class:`hermes_chatto.store.ResumeCursorStore`, or ``None``."""
+    try:
+        from .store import ResumeCursorStore
 
-    def __init__(self, store: Any):
-        self._s = store
-
-    def __contains__(self, event_id: object) -> bool:
-        for name in ("contains", "seen", "has", "is_seen"):
-            fn = getattr(self._s, name, None)
-            if callable(fn):
-                return bool(fn(event_id))
-        return False
-
-    def add(self, event_id: str) -> None:
-        for name in ("add", "mark", "mark_seen", "remember"):
-            fn = getattr(self._s, name, None)
-            if callable(fn):
-                fn(event_id)
-                return
+        return ResumeCursorStore()
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("Chatto: resume-cursor store unavailable (%s); a restart will reset", exc)
+        return None
 
 
 # ---------------------------------------------------------------------------------
@@ -354,6 +338,10 @@ class ChattoAdapter(BasePlatformAdapter):
         self._processing: dict[str, Any] = {}  # guard key -> MessageEvent being processed
         self._typing_last: dict[tuple[str, str], float] = {}
         self._resume_cursor: str | None = None
+        self._cursor_store: Any = None
+        self._cursor_saved: str | None = None
+        self._cursor_saved_at = 0.0
+        self._cursor_flush: asyncio.Task | None = None
         self.stats: dict[str, int] = {"dispatched": 0, "dropped": 0, "edits_replaced": 0,
                                       "room_activity_fetches": 0, "sends": 0, "send_failures": 0}
         self.last_reports: list[DeliveryReport] = []
@@ -443,10 +431,26 @@ class ChattoAdapter(BasePlatformAdapter):
             return False
 
         self._rooms = {r.id: r for r in rooms if r.is_member or r.is_dm}
+        # A (re)connect starts a new socket: its first timeline_replace per room is history
+        # (no backfill of what was posted while the adapter was down); only resets inside a
+        # running socket recover unseen roots (see _on_timeline_replaced).
+        self._baselined.clear()
+        self._hydrating.clear()
         self._pick_retained()
         self._resolve_free_rooms()
         if self._seen is None:
             self._seen = _make_seen_store()
+        if self._cursor_store is None:
+            self._cursor_store = _make_cursor_store()
+        if self._resume_cursor is None and self._cursor_store is not None and self.bot_user_id:
+            # A restarted gateway resumes where the last one stopped: the server replays the
+            # missed facts as live events (< 24 h), so what was sent while it was down
+            # reaches ingress (and the seen-set drops what was already handled).
+            try:
+                self._resume_cursor = await asyncio.to_thread(self._cursor_store.load, self.bot_user_id)
+            except Exception:
+                logger.debug("Chatto: could not load the resume cursor", exc_info=True)
+            self._cursor_saved = self._resume_cursor
         if isinstance(self._frontier, _NullFrontier):
             self._frontier = self._make_frontier()
         else:  # a reconnect: keep the per-session state, but realtime did not watch the gap
@@ -492,6 +496,13 @@ class ChattoAdapter(BasePlatformAdapter):
         self._mark_disconnected()
 
     async def _close_stores(self) -> None:
+        flush, self._cursor_flush = self._cursor_flush, None
+        if flush is not None:
+            flush.cancel()
+        await self._save_cursor()
+        cstore, self._cursor_store = self._cursor_store, None
+        if cstore is not None:
+            cstore.close()
         seen, self._seen = self._seen, None
         close = getattr(seen, "close", None)
         if callable(close):
@@ -602,7 +613,35 @@ class ChattoAdapter(BasePlatformAdapter):
                                                  list(self._rooms.values()), strict=False))
 
     async def _on_cursor(self, cursor: str) -> None:
+        """The realtime session processed every event up to ``cursor``: keep it, and persist
+        it at most every :data:`CURSOR_SAVE_INTERVAL_S` (one small row, off the event loop).
+        A crash loses at most that interval of cursor progress; the replay that follows is
+        deduplicated by the persistent seen-set."""
         self._resume_cursor = cursor
+        if self._cursor_store is None or self._cursor_flush is not None:
+            return
+        delay = max(0.0, self._cursor_saved_at + CURSOR_SAVE_INTERVAL_S - time.monotonic())
+        self._cursor_flush = asyncio.ensure_future(self._save_cursor_later(delay))
+
+    async def _save_cursor_later(self, delay: float) -> None:
+        try:
+            if delay:
+                await asyncio.sleep(delay)
+        finally:
+            self._cursor_flush = None
+        await self._save_cursor()
+
+    async def _save_cursor(self) -> None:
+        cursor, store = self._resume_cursor, self._cursor_store
+        if not cursor or store is None or cursor == self._cursor_saved or not self.bot_user_id:
+            return
+        self._cursor_saved_at = time.monotonic()
+        try:
+            await asyncio.to_thread(store.save, self.bot_user_id, cursor)
+            self._cursor_saved = cursor
+            self.stats["cursor_writes"] = self.stats.get("cursor_writes", 0) + 1
+        except Exception:
+            logger.debug("Chatto: could not persist the resume cursor", exc_info=True)
 
     # ------------------------------------------------------------------ inbound
 
@@ -643,11 +682,12 @@ class ChattoAdapter(BasePlatformAdapter):
     async def _on_timeline_replaced(self, ev: Any) -> None:
         """``room_timeline_replace`` (chatto-protocol §3.7 "After a reset").
 
-        The first replace of a room in this process (first connect, a newly hydrated
-        room) is history: its ids are remembered so that replays are dropped, nothing is
-        dispatched. A later replace (a projection reset while running — any RBAC change
-        on the server causes one) may carry root messages posted while the socket was
-        reconnecting: those not seen yet are new and go through ingress like live ones.
+        The first replace of a room after ``connect()`` (the initial reset path, a newly
+        hydrated room) is history: its ids are remembered so that replays are dropped,
+        nothing is dispatched. A later replace (a projection reset while the realtime
+        session runs — any RBAC change on the server causes one) may carry root messages
+        posted while the socket was reconnecting: those not seen yet are new and go
+        through ingress like live ones.
         Thread replies are never in these pages (they reach the next thread turn through
         the frontier)."""
         if ev.room_id not in self._baselined:

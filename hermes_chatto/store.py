@@ -19,6 +19,9 @@ Two tables, each used by one class:
   ids the session holds past that cursor (JSON list, bounded by the frontier).
 * ``seen`` — :class:`SeenStore`: a bounded set of realtime event ids the adapter already
   handled, so a realtime replay after a restart is not dispatched twice.
+* ``realtime_cursor`` — :class:`ResumeCursorStore`: the bot's last processed realtime
+  resume cursor, so a restarted gateway resumes (replay path, chatto-protocol §3.2) and
+  the messages sent while it was down arrive as live events instead of as history.
 
 Every method is synchronous and quick (single-row statements on a local file); callers on
 the event loop run :class:`FrontierStore` calls through ``asyncio.to_thread`` (the
@@ -59,6 +62,11 @@ CREATE TABLE IF NOT EXISTS frontier (
     root_id     TEXT NOT NULL,
     cursor      TEXT,
     held        TEXT NOT NULL DEFAULT '[]',
+    updated_at  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS realtime_cursor (
+    bot_user_id TEXT PRIMARY KEY,
+    cursor      TEXT NOT NULL,
     updated_at  REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS seen (
@@ -244,6 +252,57 @@ class SeenStore:
             (self.limit,),
         )
         self._count = int(self._conn.execute("SELECT count(*) FROM seen").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+
+
+#: A realtime resume cursor is valid for 24 h after issue (``realtimeCursorLifetime``,
+#: chatto-protocol §3.5); an older stored one is not sent (the server would reset anyway).
+RESUME_CURSOR_MAX_AGE = 24 * 3600.0
+
+
+class ResumeCursorStore:
+    """The last processed realtime resume cursor per bot (table ``realtime_cursor``).
+
+    Opaque base64url strings from ``caught_up.cursor`` / ``projection_event.resume_cursor``
+    (proto ``chatto.realtime.v1``). :meth:`load` returns ``None`` for a cursor older than
+    :data:`RESUME_CURSOR_MAX_AGE` seconds. Synchronous single-row statements; thread-safe;
+    callers on the event loop use ``asyncio.to_thread``.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None):
+        self.path = Path(path) if path is not None else state_path()
+        self._lock = threading.Lock()
+        self._conn = _connect(self.path)
+
+    def load(self, bot_user_id: str, *, now: float | None = None) -> str | None:
+        """The stored cursor for ``bot_user_id`` if younger than 24 h, else ``None``."""
+        with self._lock:
+            row = self._conn.execute("SELECT cursor, updated_at FROM realtime_cursor WHERE bot_user_id = ?",
+                                     (bot_user_id,)).fetchone()
+        if row is None:
+            return None
+        cursor, updated_at = row
+        if (now if now is not None else time.time()) - float(updated_at) > RESUME_CURSOR_MAX_AGE:
+            return None
+        return cursor or None
+
+    def save(self, bot_user_id: str, cursor: str, *, now: float | None = None) -> None:
+        """Store ``cursor`` (ignored when empty)."""
+        if not bot_user_id or not cursor:
+            return
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO realtime_cursor (bot_user_id, cursor, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT(bot_user_id) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at",
+                (bot_user_id, cursor, now if now is not None else time.time()),
+            )
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -235,3 +235,21 @@ async def test_own_post_from_another_path_reaches_next_thread_turn(gateway):
     block = gw.agent.calls[1].message.split("[New message]")[0]
     assert "BUILD REPORT: all green" in block and "(you)" in block
     assert "pong:" not in block  # the session's own earlier reply is held, not repeated
+
+
+async def test_projection_reset_mid_run_loses_nothing_repeats_nothing(gateway):
+    """Any RBAC change resets every socket; roots posted around the reset become exactly one
+    turn each (live upsert or recovered from the reset's timeline_replace)."""
+    gw = await gateway()
+    w, ids = gw.world, gw.ids
+    w.post(ids["alice"], ids["dm"], "before the reset")
+    await idle(gw, turns=1)
+    rt = gw.adapter._realtime
+    before = rt.stats["connects"]
+    w.force_projection_reset()
+    w.post(ids["alice"], ids["dm"], "during the reset")
+    await wait_for(lambda: rt.stats["connects"] > before and rt.caught_up.is_set(), what="reconnected")
+    w.post(ids["alice"], ids["dm"], "after the reset")
+    await idle(gw, turns=3, timeout=20)
+    assert sorted(c.message for c in gw.agent.calls) == sorted(
+        ["before the reset", "during the reset", "after the reset"])

@@ -115,3 +115,14 @@ async def test_standalone_sender_reports_unconfigured(registered):
 
     res = await registered.standalone_sender_fn(PlatformConfig(enabled=True), "R1", "hi")
     assert "error" in res and "not configured" in res["error"]
+
+
+def test_target_ref_parser_for_newer_hosts():
+    import hermes_chatto
+
+    assert hermes_chatto._parse_target_ref("Rabcdefghij0123") == ("Rabcdefghij0123", None)
+    assert hermes_chatto._parse_target_ref("Rabcdefghij0123:Eabcdefghij0123") == ("Rabcdefghij0123",
+                                                                                   "Eabcdefghij0123")
+    assert hermes_chatto._parse_target_ref("general") is None
+    assert hermes_chatto._validate_target_ref("Rabcdefghij0123") is True
+    assert isinstance(hermes_chatto._validate_target_ref("#general"), str)
