@@ -1,0 +1,43 @@
+"""Run every benchmark (``make bench``) and print one line per metric.
+
+Each script runs in its own interpreter (so RSS figures are not polluted by the others)
+and prints ``P<n> <name>=<value> <unit> goal=<goal>`` lines on stdout; diagnostics go to
+stderr. Ratios (P3) are measured inside one script run, side by side. Exit status is
+non-zero only when a script crashes - a missed goal is a finding, not a failure.
+
+Usage: ``.venv/bin/python bench/run_all.py [p1_p2 p3 ...]``
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = [
+    "p1_p2_frontier.py",
+    "p3_ingest_cost.py",
+    "p4_throughput.py",
+    "p5_split.py",
+]
+
+
+def main(argv: list[str]) -> int:
+    wanted = [s for s in SCRIPTS if not argv[1:] or any(s.startswith(a) for a in argv[1:])]
+    failed = []
+    for script in wanted:
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, str(HERE / script)], cwd=HERE.parent)
+        print(f"# {script} exit={proc.returncode} in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+        if proc.returncode:
+            failed.append(script)
+    if failed:
+        print(f"# crashed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
