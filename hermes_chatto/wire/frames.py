@@ -272,7 +272,7 @@ class Classifier:
 
     __slots__ = ("bot_user_id", "known_limit", "_known", "counters", "_ops")
 
-    def __init__(self, bot_user_id: str = "", known_limit: int = 50_000):
+    def __init__(self, bot_user_id: str = "", known_limit: int = 20_000):
         self.bot_user_id = bot_user_id or ""
         self.known_limit = max(1, int(known_limit))
         self._known: OrderedDict[str, tuple[int, int] | None] = OrderedDict()
