@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from hermes_chatto.wire.errors import ChattoError
@@ -328,6 +328,9 @@ async def connect_endpoint(request: Request) -> Response:
         return error_response(e.code, e.message or str(e))
     except asyncio.CancelledError:
         raise
+    except ClientDisconnect:  # the client went away mid-request (a killed gateway): not a server error
+        log.debug("local chatto: client disconnected during %s", procedure)
+        return Response(b"", status_code=499)
     except Exception:  # never a traceback page
         log.exception("local chatto: handler failed for %s", procedure)
         return error_response("internal", "internal server error")
