@@ -39,7 +39,7 @@ from typing import Awaitable, Callable
 
 from hermes_chatto.testing.harness import Harness, Turn, install_nethook, utf8_len
 from hermes_chatto.testing.scripted_model import EARLIER_HEADER, is_own_line, split_context
-from hermes_chatto.wire.types import MAX_BODY_BYTES, ChattoMessage
+from hermes_chatto.wire.types import MAX_BODY_BYTES
 
 REPORT = ("Nightly build report #1842: 412 passed, 1 failed (test_upload_resume: timeout "
           "after 30 s on the retry path), coverage 87.3 %.")

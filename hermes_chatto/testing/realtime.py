@@ -270,15 +270,16 @@ def _fatal(conn: Conn, code: str, message: str, ws_code: int | None = None) -> N
     conn.close(error_frame(code, message, fatal=True), ws_code if ws_code is not None else ws_code_for(code, 1011))
 
 
-async def _session(server: "LocalChatto", conn: Conn) -> asyncio.Task | None:
-    """Handshake + catch-up. Returns the heartbeat task once live, ``None`` when the
-    socket is being closed (the close is already queued)."""
-    ws, state = conn.ws, server.state
-    data = await _recv(ws, server.hello_timeout)
+async def _expect_frame(server: "LocalChatto", conn: Conn, kind: str, code: str,
+                        wrong: str) -> "pb.RealtimeClientFrame | None":
+    """Read one handshake frame that must be ``kind``; on timeout, a text frame, garbage or
+    another frame kind, queue the fatal error the real server sends (``code`` /
+    ``bad_frame``) and return ``None``."""
+    data = await _recv(conn.ws, server.hello_timeout)
     if data is None:
         return None
     if isinstance(data, TimeoutError):
-        _fatal(conn, "bad_hello", "timed out waiting for hello")
+        _fatal(conn, code, f"timed out waiting for {kind}")
         return None
     if isinstance(data, str):
         _fatal(conn, "bad_frame", "text frames are not supported")
@@ -289,8 +290,18 @@ async def _session(server: "LocalChatto", conn: Conn) -> asyncio.Task | None:
     except DecodeError:
         _fatal(conn, "bad_frame", "malformed frame")
         return None
-    if frame.WhichOneof("frame") != "hello":
-        _fatal(conn, "bad_hello", "first frame must be hello")
+    if frame.WhichOneof("frame") != kind:
+        _fatal(conn, code, wrong)
+        return None
+    return frame
+
+
+async def _session(server: "LocalChatto", conn: Conn) -> asyncio.Task | None:
+    """Handshake + catch-up. Returns the heartbeat task once live, ``None`` when the
+    socket is being closed (the close is already queued)."""
+    ws, state = conn.ws, server.state
+    frame = await _expect_frame(server, conn, "hello", "bad_hello", "first frame must be hello")
+    if frame is None:
         return None
     hello = frame.hello
     if hello.protocol_version != server.protocol_version:
@@ -314,23 +325,9 @@ async def _session(server: "LocalChatto", conn: Conn) -> asyncio.Task | None:
         protocol_version=conn.protocol, server_version=state.version,
         heartbeat_interval_seconds=server.advertised_heartbeat, capabilities=list(caps))).SerializeToString())
 
-    data = await _recv(ws, server.hello_timeout)
-    if data is None:
-        return None
-    if isinstance(data, TimeoutError):
-        _fatal(conn, "bad_subscribe", "timed out waiting for subscribe_events")
-        return None
-    if isinstance(data, str):
-        _fatal(conn, "bad_frame", "text frames are not supported")
-        return None
-    frame = pb.RealtimeClientFrame()
-    try:
-        frame.ParseFromString(data)
-    except DecodeError:
-        _fatal(conn, "bad_frame", "malformed frame")
-        return None
-    if frame.WhichOneof("frame") != "subscribe_events":
-        _fatal(conn, "bad_subscribe", "second frame must be subscribe_events")
+    frame = await _expect_frame(server, conn, "subscribe_events", "bad_subscribe",
+                                "second frame must be subscribe_events")
+    if frame is None:
         return None
     sub = frame.subscribe_events
     ids = list(sub.retained_room_ids)
