@@ -322,10 +322,17 @@ async def test_non_json_other_statuses(client, mock):
     with pytest.raises(ChattoTransientError) as ei:
         await client.get_room("R1")
     assert ei.value.http_status == 502 and route.call_count == 3
-    route.mock(return_value=httpx.Response(405, text="nope"))
+    # A server that does not take POST there (python -m http.server answers 501, others
+    # 405) is not a Connect endpoint: reported as "not a Chatto server" (fresh-user report).
+    for status in (405, 501):
+        route.mock(return_value=httpx.Response(status, text="nope"))
+        with pytest.raises(ChattoNotAServerError) as ei:
+            await client.get_room("R1")
+        assert ei.value.http_status == status and "not a Chatto server" in str(ei.value)
+    route.mock(return_value=httpx.Response(418, text="teapot"))
     with pytest.raises(ChattoError) as ei:
         await client.get_room("R1")
-    assert type(ei.value) is ChattoError and ei.value.code == "http_405"
+    assert type(ei.value) is ChattoError and ei.value.code == "http_418"
     route.mock(return_value=httpx.Response(200, text="<html>spa</html>", headers={"content-type": "text/html"}))
     with pytest.raises(ChattoNotAServerError):
         await client.get_room("R1")

@@ -167,9 +167,11 @@ def error_from_response(status: int, body: bytes, content_type: str, method: str
             retry_after = parse_slow_mode_retry_after(message, time.time() if now is None else now)
         text = f"{method}: {code}: {message}" if message else f"{method}: {code}"
         return cls(text, code=code, retry_after=retry_after, http_status=status, method=method)
-    if status == 404:
+    if status in (404, 405, 501):
+        # 404: nothing routed there (Chatto answers unknown /api paths with an empty 404);
+        # 405 / 501: something that does not take POST there — not a Connect endpoint.
         return ChattoNotAServerError(
-            f"{method}: HTTP 404 without a Connect JSON body: not a Chatto server, or wrong base URL "
+            f"{method}: HTTP {status} without a Connect JSON body: not a Chatto server, or wrong base URL "
             f"(expected {CONNECT_PREFIX}/{method} under the server's base URL), or a service this "
             f"server version lacks", http_status=status, method=method)
     if status >= 500:
