@@ -257,6 +257,12 @@ class _NullFrontier:
     def note_sent(self, room_id, thread_root_event_id, event_ids, session_key=None) -> None:
         return None
 
+    def begin_send(self, room_id, thread_root_event_id, session_key) -> None:
+        return None
+
+    def end_send(self, token) -> None:
+        return None
+
 
 def _make_seen_store(capacity: int = 50_000):
     """The persistent :class:`hermes_chatto.store.SeenStore` (survives a restart), or an
@@ -636,8 +642,16 @@ class ChattoAdapter(BasePlatformAdapter):
         if not cursor or store is None or cursor == self._cursor_saved or not self.bot_user_id:
             return
         self._cursor_saved_at = time.monotonic()
+        seen = self._seen
+        flush = getattr(seen, "flush", None)
+
+        def write() -> None:
+            if callable(flush):
+                flush()  # every id at or before the stored cursor must be on disk first
+            store.save(self.bot_user_id, cursor)
+
         try:
-            await asyncio.to_thread(store.save, self.bot_user_id, cursor)
+            await asyncio.to_thread(write)
             self._cursor_saved = cursor
             self.stats["cursor_writes"] = self.stats.get("cursor_writes", 0) + 1
         except Exception:
@@ -717,6 +731,11 @@ class ChattoAdapter(BasePlatformAdapter):
     def _remember_root(self, msg: ChattoMessage) -> None:
         self._roots[msg.event_id] = msg.thread_root_event_id
         self._roots.move_to_end(msg.event_id)
+        root = msg.thread_root_event_id
+        if root and root not in self._roots:
+            # a thread reply names its root: replying there later needs no GetMessage (after
+            # a restart that resumed by replay no timeline_replace announced the roots)
+            self._roots[root] = ""
         while len(self._roots) > 20_000:
             self._roots.popitem(last=False)
 
@@ -776,8 +795,11 @@ class ChattoAdapter(BasePlatformAdapter):
         """A root message in a room not retained on the socket: fetch it with
         ``GetMessage(room_id, projection_id)`` (chatto-protocol §3.7; NOT_FOUND ⇒ it was
         not a message fact) and run it through ingress."""
-        if (ev.room_id in self._retained and ev.room_id in self._baselined) or self._client is None:
-            return  # a retained, covered room: the content upsert follows in the same frame
+        if (ev.room_id in self._retained and ev.room_id not in self._hydrating) or self._client is None:
+            # A room the socket retains (subscribed with it, or hydrated since): the content
+            # upsert follows in the same frame — live, and also while a resumed socket
+            # replays missed facts before caught_up (no GetMessage, no second ingress).
+            return
         if ev.actor_id and ev.actor_id == self.bot_user_id:
             return
         if self._seen is not None and ev.projection_id in self._seen:
@@ -1083,13 +1105,43 @@ class ChattoAdapter(BasePlatformAdapter):
                               session_key: str | None = None) -> DeliveryReport:
         """THE send path: split by UTF-8 bytes, post every chunk into ``chat_id`` under
         ``thread_root_event_id`` (``""`` = flat), stop at the first failure, resume a
-        partial delivery of the same text; then tell the frontier what went into the
-        thread (``note_sent``) and remember own ids (echo dropping)."""
+        partial delivery of the same text. Each chunk's id is remembered as own (echo
+        dropping) and handed to the frontier (``note_sent`` for ``session_key``) the moment
+        its ``CreateMessage`` returns; the whole delivery is bracketed by the frontier's
+        ``begin_send``/``end_send`` so a block read that races it (echo or a quick answer
+        first) waits for the ids instead of quoting the reply back to its session."""
         if self._client is None:
             err = ChattoTransientError("Chatto adapter is not connected (network)")
             return DeliveryReport(failed_index=0, error=err, total=len(split_body(content)) or 1)
-        report = await deliver_text(self._client, chat_id, content, thread_root_event_id=thread_root_event_id,
-                                    on_sent=self._note_own)
+        root = thread_root_event_id or ""
+        noted: list[str] = []
+
+        def on_sent(event_id: str) -> None:
+            # Runs as each CreateMessage returns: the id is the session's from this moment,
+            # whatever arrives first on the realtime socket (its echo, a quick answer to it).
+            self._note_own(event_id)
+            self._roots[event_id] = root
+            if root:
+                noted.append(event_id)
+                try:
+                    self._frontier.note_sent(chat_id, root, [event_id], session_key)
+                except Exception:
+                    logger.debug("Chatto: frontier.note_sent failed", exc_info=True)
+
+        token = None
+        if root:
+            try:
+                token = self._frontier.begin_send(chat_id, root, session_key)
+            except Exception:
+                logger.debug("Chatto: frontier.begin_send failed", exc_info=True)
+        try:
+            report = await deliver_text(self._client, chat_id, content, thread_root_event_id=root,
+                                        on_sent=on_sent)
+        finally:
+            try:
+                self._frontier.end_send(token)
+            except Exception:
+                logger.debug("Chatto: frontier.end_send failed", exc_info=True)
         self.stats["sends"] += 1
         if not report.ok:
             self.stats["send_failures"] += 1
@@ -1098,15 +1150,16 @@ class ChattoAdapter(BasePlatformAdapter):
         del self.last_reports[:-20]
         ids = [i for i in report.sent_ids if i]
         for i in ids:
-            self._roots[i] = thread_root_event_id
+            self._roots[i] = root
         if ids:
-            root = thread_root_event_id or ""
             if root:
                 self._joined_threads.add(chat_id + "\x00" + root)
-                try:
-                    self._frontier.note_sent(chat_id, root, ids, session_key)
-                except Exception:
-                    logger.debug("Chatto: frontier.note_sent failed", exc_info=True)
+                rest = [i for i in ids if i not in noted]  # a resumed delivery's earlier chunks
+                if rest:
+                    try:
+                        self._frontier.note_sent(chat_id, root, rest, session_key)
+                    except Exception:
+                        logger.debug("Chatto: frontier.note_sent failed", exc_info=True)
             else:
                 room = self._rooms.get(chat_id)
                 if room is None or not room.is_dm:

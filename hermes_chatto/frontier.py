@@ -76,6 +76,16 @@ stale row can only re-deliver, never skip. Consequences:
   0.19.0 ``SessionStore`` without creating sessions and maps context-compression
   continuations to the same id so compression is not mistaken for a reset.
 
+Own replies racing the next trigger: the ids of a reply count as held by the session
+from the moment ``CreateMessage`` returns them (:meth:`ThreadFrontier.note_sent` is called
+per chunk). The realtime echo of a reply, a person's quick answer to it and the page a
+block reads can all reach the adapter *before* that response does (the server commits,
+broadcasts and only then answers). So the adapter brackets every delivery with
+:meth:`ThreadFrontier.begin_send` / :meth:`ThreadFrontier.end_send`; a read whose page
+holds a bot message the session does not hold while that session has a delivery into the
+thread in flight waits for the delivery to settle (at most ``send_settle_timeout`` s)
+and filters the page again — the reply is never handed back to its own session.
+
 Cost: quiet turn 0 thread reads; delivering turn exactly 1 ``GetThreadEvents``; first
 turn after a restart 1; rooms beyond the retained cap 1 per turn; never a root refetch on
 anchored pages; never ``after=""``; one row write per turn that posts into the thread.
@@ -123,6 +133,9 @@ HELD_MAX = 1_000
 UNSEEN_MAX = 1_000
 #: Smallest ``max_bytes`` the frontier accepts (one full line always fits).
 MIN_MAX_BYTES = 1_024
+#: Longest wait (seconds) of a block read for the session's own delivery into the thread
+#: to return its ids (see "Own replies racing the next trigger").
+SEND_SETTLE_TIMEOUT_S = 10.0
 #: Longest author name rendered (characters).
 NAME_MAX_CHARS = 48
 _ZWSP = "\u200b"
@@ -509,17 +522,21 @@ class ThreadFrontier:
 
     Hooks the adapter calls: :meth:`observe` (every realtime thread message, own echoes
     included), :meth:`block_for_turn` (before dispatching a thread turn),
-    :meth:`note_sent` (after every successful delivery into a thread), optionally
+    :meth:`note_sent` (after every chunk posted into a thread), :meth:`begin_send` /
+    :meth:`end_send` (around every delivery into a thread), optionally
     :meth:`realtime_gap` (after a projection reset / lost realtime coverage) and
-    :meth:`aclose`. ``counters`` (ints): ``thread_reads``, ``reads_seed``,
-    ``reads_anchored``, ``reads_reread``, ``read_errors``, ``quiet_turns``, ``turns``,
-    ``blocks_delivered``, ``block_messages``, ``block_bytes``, ``store_writes``,
-    ``store_loads``, ``store_errors``, ``reseeds``, ``cursor_resets``.
+    :meth:`aclose`. ``send_settle_timeout``: seconds a read waits for the session's own
+    in-flight delivery (see the module docstring). ``counters`` (ints): ``thread_reads``,
+    ``reads_seed``, ``reads_anchored``, ``reads_reread``, ``read_errors``, ``quiet_turns``,
+    ``turns``, ``blocks_delivered``, ``block_messages``, ``block_bytes``, ``store_writes``,
+    ``store_loads``, ``store_errors``, ``reseeds``, ``cursor_resets``, ``send_waits``,
+    ``send_wait_timeouts``.
     """
 
     def __init__(self, store: Any, fetch_page: Callable[..., Awaitable[TimelinePage]], bot_user_id: str,
                  *, window: int = 20, max_bytes: int = 8_000, max_page: int = MAX_PAGE,
-                 compact_at: int = HELD_COMPACT_AT, max_sessions: int = 10_000):
+                 compact_at: int = HELD_COMPACT_AT, max_sessions: int = 10_000,
+                 send_settle_timeout: float = SEND_SETTLE_TIMEOUT_S):
         self._store = store
         self._fetch = fetch_page
         self.bot_user_id = bot_user_id
@@ -528,6 +545,7 @@ class ThreadFrontier:
         self.max_page = max(2, min(MAX_PAGE, int(max_page)))
         self.compact_at = max(1, int(compact_at))
         self.max_sessions = max(1, int(max_sessions))
+        self.send_settle_timeout = max(0.0, float(send_settle_timeout))
         #: messages per block, after the byte bound (every line gets ~_LINE_ESTIMATE bytes)
         self.effective_window = max(1, min(self.window, (self.max_bytes - _FIXED_ESTIMATE) // _LINE_ESTIMATE))
         self._states: OrderedDict[str, _State] = OrderedDict()
@@ -536,10 +554,12 @@ class ThreadFrontier:
         self._pending_rows: dict[str, Any] = {}
         self._writer: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
+        #: (room, root, session key) -> one Event per delivery in flight (set when it ends)
+        self._sending: dict[tuple[str, str, str], list[asyncio.Event]] = {}
         self.counters: dict[str, int] = dict.fromkeys(
             ("thread_reads", "reads_seed", "reads_anchored", "reads_reread", "read_errors", "quiet_turns",
              "turns", "blocks_delivered", "block_messages", "block_bytes", "store_writes", "store_loads",
-             "store_errors", "reseeds", "cursor_resets"), 0)
+             "store_errors", "reseeds", "cursor_resets", "send_waits", "send_wait_timeouts"), 0)
 
     # ------------------------------------------------------------------ hooks
 
@@ -591,6 +611,37 @@ class ThreadFrontier:
             if st is not None:
                 for i in ids:
                     st.mark_unseen(i)
+
+    def begin_send(self, room_id: str, thread_root_event_id: str, session_key: str | None) -> Any:
+        """A delivery by ``session_key`` into thread ``(room_id, thread_root_event_id)`` starts
+        (before its first ``CreateMessage``). Returns a token for :meth:`end_send`
+        (``None`` when there is nothing to track: no thread or no owning session). Until it
+        ends, a block read of that session that meets a bot message it does not hold waits
+        for the delivery's ids (:meth:`note_sent`). No I/O, never raises."""
+        if not session_key or not thread_root_event_id:
+            return None
+        key = (room_id, thread_root_event_id, session_key)
+        done = asyncio.Event()
+        self._sending.setdefault(key, []).append(done)
+        return key, done
+
+    def end_send(self, token: Any) -> None:
+        """The delivery of :meth:`begin_send` ended (success or failure; its ids were passed
+        to :meth:`note_sent` as each chunk was posted). Idempotent, never raises."""
+        if token is None:
+            return
+        key, done = token
+        done.set()
+        waiting = self._sending.get(key)
+        if waiting is not None:
+            if done in waiting:
+                waiting.remove(done)
+            if not waiting:
+                self._sending.pop(key, None)
+
+    def sends_in_flight(self, room_id: str, thread_root_event_id: str, session_key: str) -> int:
+        """How many deliveries of ``session_key`` into the thread are in flight."""
+        return len(self._sending.get((room_id, thread_root_event_id, session_key), ()))
 
     def realtime_gap(self, room_id: str | None = None) -> None:
         """Realtime may have missed thread replies (projection reset, reconnect without a
@@ -757,6 +808,8 @@ class ThreadFrontier:
         # filter with what the session holds *now*: a reply noted while the page was in
         # flight may be on it
         held_now = tuple(st.held)
+        if self._unheld_own(page, held_now) and await self._settle_own_sends(st):
+            held_now = tuple(st.held)
         window = self.effective_window
         d = plan_delivery(page, cursor=cursor, held=held_now, trigger_id=trigger.event_id, root_id=st.root_id,
                           window=window, limit=plan.limit)
@@ -791,6 +844,29 @@ class ThreadFrontier:
             self.counters["block_messages"] += len(d.messages)
             self.counters["block_bytes"] += len(text.encode("utf-8"))
         return text
+
+    def _unheld_own(self, page: TimelinePage, held: Sequence[str]) -> bool:
+        """Whether the page carries a bot message the session does not hold."""
+        if not self.bot_user_id:
+            return False
+        held_set = set(held)
+        return any(m.author_id == self.bot_user_id and m.event_id not in held_set and not m.is_echo
+                   for m in page.messages)
+
+    async def _settle_own_sends(self, st: _State) -> bool:
+        """Wait (≤ ``send_settle_timeout`` s) until every delivery of this session into its
+        thread that is in flight has ended, so its ids are held. False when none was."""
+        waiting = list(self._sending.get((st.room_id, st.root_id, st.session_key), ()))
+        if not waiting:
+            return False
+        self.counters["send_waits"] += 1
+        try:
+            await asyncio.wait_for(asyncio.gather(*(e.wait() for e in waiting)), self.send_settle_timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            self.counters["send_wait_timeouts"] += 1
+            logger.warning("Chatto frontier: own delivery into thread %s still in flight after %.0f s; "
+                           "its messages may appear in this block", st.root_id, self.send_settle_timeout)
+        return True
 
     async def _call_fetch(self, st: _State, plan: ReadPlan) -> TimelinePage:
         self.counters["thread_reads"] += 1
