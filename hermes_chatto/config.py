@@ -203,9 +203,10 @@ def normalize_url(raw: Any) -> str:
         raise ValueError(f"has an invalid port, got {shown[:80]!r}") from None
     path = re.sub(r"/+", "/", parts.path).rstrip("/")
     if "/api/" in path + "/":
+        base = urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path[: (path + "/").index("/api/")], "", ""))
         raise ValueError(
             "must be the server's base URL without /api/... (the client adds /api/connect), "
-            f"got {shown[:80]!r}"
+            f"got {shown[:80]!r}; use {base!r}"
         )
     return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, "", ""))
 
@@ -222,6 +223,9 @@ def parse_secret(raw: Any) -> SecretStr:
             hint = " (drop the 'Bearer ' prefix)"
         elif s.startswith("cht_") and not s.startswith("cht_BK_"):
             hint = " (this is not a bot key; create a bot account in Chatto and use its API key)"
+        elif s and not s.startswith("cht_"):
+            hint = (" (this looks like a user or session token, not a bot key; create a bot account "
+                    "in Chatto and use its cht_BK_ API key)")
         raise ValueError(
             "is not a Chatto bot key: expected cht_BK_U<14 letters/digits>.<secret> as shown "
             f"once when the bot was created or its key rotated{hint}"
@@ -795,3 +799,14 @@ def env_enablement() -> dict | None:
     if home:
         seed["home_channel"] = {"chat_id": home, "name": "Home", "thread_id": thread or None}
     return seed or None
+
+
+def apply_wire_log_level(settings: "ChattoSettings") -> None:
+    """Set the level of the ``hermes_chatto.wire`` loggers (request and realtime tracing)
+    from ``settings.wire_log_level``. Frames are never dumped: the WebSocket library gets
+    a logger that refuses DEBUG (``wire.realtime.WS_LOGGER``), because the realtime
+    ``hello`` carries the bot key. Process-wide, like every Python logger level: under a
+    multiplexed gateway the last profile to connect wins."""
+    import logging
+
+    logging.getLogger("hermes_chatto.wire").setLevel(settings.wire_log_level)

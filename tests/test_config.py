@@ -456,3 +456,38 @@ def test_docs_settings_table_is_generated_from_the_model():
 
     doc = Path(__file__).resolve().parent.parent / "docs" / "settings-table.md"
     assert doc.read_text(encoding="utf-8") == settings_table_markdown()
+
+
+def test_url_with_api_path_suggests_the_base_url():
+    """Fresh-user report: a URL copied with /api/connect got only a generic message."""
+    from hermes_chatto.config import normalize_url
+
+    with pytest.raises(ValueError) as ei:
+        normalize_url("http://127.0.0.1:45553/api/connect")
+    assert "use 'http://127.0.0.1:45553'" in str(ei.value)
+    with pytest.raises(ValueError) as ei:
+        normalize_url("https://Chat.Example.com/chat/api/connect/")
+    assert "use 'https://chat.example.com/chat'" in str(ei.value)
+
+
+def test_user_token_instead_of_bot_key_is_named_as_such():
+    from hermes_chatto.config import parse_secret
+
+    with pytest.raises(ValueError) as ei:
+        parse_secret("chu_abcdefghijklmnop")
+    assert "user or session token" in str(ei.value) and "chu_abcdefghijklmnop" not in str(ei.value)
+
+
+def test_wire_log_level_is_applied_to_the_wire_loggers():
+    """Found by the fault-suite author: the setting was parsed but never applied."""
+    import logging
+
+    from hermes_chatto.config import ChattoSettings, apply_wire_log_level
+
+    s = ChattoSettings.resolve({"url": "http://127.0.0.1:1", "wire_log_level": "debug"})
+    old = logging.getLogger("hermes_chatto.wire").level
+    try:
+        apply_wire_log_level(s)
+        assert logging.getLogger("hermes_chatto.wire.connect").getEffectiveLevel() == logging.DEBUG
+    finally:
+        logging.getLogger("hermes_chatto.wire").setLevel(old)
