@@ -69,6 +69,9 @@ TYPING_MIN_INTERVAL_S = 3.0
 #: anyway (seconds; the host's connect timeout is 30 s).
 CONNECT_CAUGHT_UP_TIMEOUT_S = 20.0
 
+#: How long ``disconnect()`` waits for deliveries still in flight (seconds).
+DISCONNECT_DELIVERY_WAIT_S = 5.0
+
 #: Minimum seconds between two writes of the realtime resume cursor to the state file.
 CURSOR_SAVE_INTERVAL_S = 2.0
 
@@ -254,7 +257,7 @@ class _NullFrontier:
     async def block_for_turn(self, session_key, session_id, trigger, retained) -> str | None:
         return None
 
-    def note_sent(self, room_id, thread_root_event_id, event_ids, session_key=None) -> None:
+    def note_sent(self, room_id, thread_root_event_id, event_ids, session_key=None, **kw) -> None:
         return None
 
     def begin_send(self, room_id, thread_root_event_id, session_key) -> None:
@@ -351,6 +354,7 @@ class ChattoAdapter(BasePlatformAdapter):
         self.stats: dict[str, int] = {"dispatched": 0, "dropped": 0, "edits_replaced": 0,
                                       "room_activity_fetches": 0, "sends": 0, "send_failures": 0}
         self.last_reports: list[DeliveryReport] = []
+        self._deliveries: set[asyncio.Future] = set()  # _deliver_chunks tasks in flight
 
     # ------------------------------------------------------------------ host helpers
 
@@ -497,6 +501,9 @@ class ChattoAdapter(BasePlatformAdapter):
         sweeper, self._sweeper = self._sweeper, None
         if sweeper is not None:
             sweeper.cancel()
+        pending = [t for t in self._deliveries if not t.done()]
+        if pending:  # let deliveries in flight finish (their ids reach the frontier)
+            await asyncio.wait(pending, timeout=DISCONNECT_DELIVERY_WAIT_S)
         await self._close_transport()
         await self._close_stores()
         self._mark_disconnected()
@@ -1102,14 +1109,33 @@ class ChattoAdapter(BasePlatformAdapter):
         return event_id
 
     async def _deliver_chunks(self, chat_id: str, content: str, *, thread_root_event_id: str,
-                              session_key: str | None = None) -> DeliveryReport:
+                              session_key: str | None = None, turn_trigger: str | None = None) -> DeliveryReport:
         """THE send path: split by UTF-8 bytes, post every chunk into ``chat_id`` under
         ``thread_root_event_id`` (``""`` = flat), stop at the first failure, resume a
         partial delivery of the same text. Each chunk's id is remembered as own (echo
         dropping) and handed to the frontier (``note_sent`` for ``session_key``) the moment
         its ``CreateMessage`` returns; the whole delivery is bracketed by the frontier's
         ``begin_send``/``end_send`` so a block read that races it (echo or a quick answer
-        first) waits for the ids instead of quoting the reply back to its session."""
+        first) waits for the ids instead of quoting the reply back to its session.
+        ``turn_trigger``: the trigger of the running turn this is the reply to (the
+        frontier then stores that turn's state; see ``ThreadFrontier.note_sent``)."""
+        if self._client is None:
+            err = ChattoTransientError("Chatto adapter is not connected (network)")
+            return DeliveryReport(failed_index=0, error=err, total=len(split_body(content)) or 1)
+        # A delivery runs to its end even when the turn that started it is cancelled (a
+        # stop or shutdown while a CreateMessage is in flight): otherwise a chunk the
+        # server accepted could go unrecorded — posted, but neither remembered as own nor
+        # given to the frontier, so the session's stored state would not know the turn
+        # was answered. ``disconnect()`` waits (bounded) for deliveries still running.
+        task = asyncio.ensure_future(self._deliver_chunks_now(chat_id, content, thread_root_event_id=thread_root_event_id,
+                                                              session_key=session_key, turn_trigger=turn_trigger))
+        self._deliveries.add(task)
+        task.add_done_callback(self._deliveries.discard)
+        return await asyncio.shield(task)
+
+    async def _deliver_chunks_now(self, chat_id: str, content: str, *, thread_root_event_id: str,
+                                  session_key: str | None, turn_trigger: str | None) -> DeliveryReport:
+        """The body of :meth:`_deliver_chunks` (runs as its own task)."""
         if self._client is None:
             err = ChattoTransientError("Chatto adapter is not connected (network)")
             return DeliveryReport(failed_index=0, error=err, total=len(split_body(content)) or 1)
@@ -1124,7 +1150,7 @@ class ChattoAdapter(BasePlatformAdapter):
             if root:
                 noted.append(event_id)
                 try:
-                    self._frontier.note_sent(chat_id, root, [event_id], session_key)
+                    self._frontier.note_sent(chat_id, root, [event_id], session_key, turn_trigger=turn_trigger)
                 except Exception:
                     logger.debug("Chatto: frontier.note_sent failed", exc_info=True)
 
@@ -1157,7 +1183,7 @@ class ChattoAdapter(BasePlatformAdapter):
                 rest = [i for i in ids if i not in noted]  # a resumed delivery's earlier chunks
                 if rest:
                     try:
-                        self._frontier.note_sent(chat_id, root, rest, session_key)
+                        self._frontier.note_sent(chat_id, root, rest, session_key, turn_trigger=turn_trigger)
                     except Exception:
                         logger.debug("Chatto: frontier.note_sent failed", exc_info=True)
             else:
@@ -1178,9 +1204,46 @@ class ChattoAdapter(BasePlatformAdapter):
         except Exception as exc:  # routing must never lose a reply
             logger.debug("Chatto: thread routing failed: %s", exc)
             root = str((metadata or {}).get("thread_id") or "")
-        session_key = self._trigger_keys.get(str(reply_to)) if reply_to else None
-        report = await self._deliver_chunks(chat_id, content, thread_root_event_id=root, session_key=session_key)
+        session_key, turn_trigger = self._send_owner(chat_id, root, reply_to)
+        report = await self._deliver_chunks(chat_id, content, thread_root_event_id=root, session_key=session_key,
+                                            turn_trigger=turn_trigger)
         return send_result_from_report(report)
+
+    def _running_triggers(self) -> list[Any]:
+        """Events of the turns running now (taken by the runner: ``on_processing_start``
+        ran and the session guard is live)."""
+        return [ev for key, ev in list(self._processing.items()) if key in self._active_sessions]
+
+    def _send_owner(self, chat_id: str, root: str, reply_to: Optional[str]) -> tuple[str | None, str | None]:
+        """``(session_key, turn_trigger)`` of a ``send()`` for the frontier.
+
+        * ``reply_to`` is a thread trigger: its session owns the post (the agent's reply,
+          or a busy acknowledgement of a queued trigger). ``turn_trigger`` is set only when
+          that trigger's turn is the one running — a busy ack answers a trigger whose turn
+          has not run, and storing that turn's state then would lose it on a restart.
+        * no ``reply_to`` (the host's notices, e.g. "📬 No home channel is set…", posted
+          into the thread during a turn): the session of the turn running in that thread,
+          when exactly one session has a turn running there; otherwise nobody (a cron or
+          ``hermes send`` post into a thread is shown to the thread's sessions as "(you)").
+        """
+        running = self._running_triggers()
+        if reply_to:
+            key = self._trigger_keys.get(str(reply_to))
+            if key is not None:
+                turn = str(reply_to) if any(getattr(ev, "message_id", None) == str(reply_to)
+                                            for ev in running) else None
+                return key, turn
+        if not root:
+            return None, None
+        keys = set()
+        for ev in running:
+            src = getattr(ev, "source", None)
+            if src is None or src.chat_id != chat_id or (src.thread_id or "") != root:
+                continue
+            keys.add(self._trigger_keys.get(str(getattr(ev, "message_id", "") or "")))
+        if len(keys) == 1 and None not in keys:
+            return keys.pop(), None
+        return None, None
 
     async def edit_message(self, chat_id: str, message_id: str, content: str, *,
                            finalize: bool = False) -> SendResult:

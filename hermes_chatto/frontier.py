@@ -43,25 +43,34 @@ and :func:`plan_delivery`:
      has no cursor yet (the thread was opened by a root trigger) — one unanchored read of
      up to 500 replies so nothing between the root and the trigger is skipped.
 
-3. Deliver the oldest ``window`` messages of the page the session does not hold
-   (tombstones and channel echo rows are never delivered; the cursor passes them). If
-   every non-held message of the page was delivered, the cursor becomes the page's
-   ``end_cursor`` (past the trigger when the page holds it) and ``held`` keeps only ids
-   beyond the page. If the page held more than fits (a backlog larger than the window,
-   or the byte bound), the cursor **stays** and the delivered ids join ``held``: the next
-   anchored read returns the same start, filters what was delivered and continues —
-   a backlog drains over turns, oldest first, nothing skipped, nothing repeated, with
-   exactly one read per delivering turn. The block then ends with a "more pending" note.
+3. Deliver the oldest ``window`` messages of the page the session does not hold and
+   that are positioned **before the trigger** (:func:`split_at_trigger`; tombstones and
+   channel echo rows are never delivered; the cursor passes them). Blocks are computed
+   at ingress, so the page may already hold later messages: they may become turns of
+   their own, so they are never delivered early; they stay "unseen" (a later turn whose
+   trigger follows them delivers them unless they became turns). If every message of
+   the page is then delivered or held, the cursor becomes the page's ``end_cursor`` and
+   ``held`` keeps only ids beyond the page. Otherwise (a backlog larger than the window
+   or the byte bound, or unheld messages after the trigger) the cursor moves at most to
+   the page's ``start_cursor`` (when its first reply is held/delivered) and the
+   delivered ids join ``held``: the next anchored read returns the same start, filters
+   what was delivered and continues — a backlog drains over turns, oldest first,
+   nothing skipped, nothing repeated, with exactly one read per delivering turn. The
+   block then ends with a "more pending" note. When a page read from the current cursor
+   showed the next trigger, the next read asks for exactly the rows up to it
+   (``reach``), so the cursor lands right after that trigger even during a burst.
 
 Persistence (:class:`hermes_chatto.store.FrontierStore`, one SQLite row per session key):
 the row is written — one small upsert, off the event loop — **only when the session's
 own output lands in the thread** (:meth:`ThreadFrontier.note_sent` for the owning
-session). By then the turn's transcript holds the trigger and the block (Hermes persists
-the turn before the reply is sent), and the row changes in a way no later read can
-recover (past triggers and own replies are indistinguishable from undelivered messages
-in a page). Nothing is written at block time: a turn cut off by a restart must get its
-block again, and a row is only ever an older state of the same monotone frontier, so a
-stale row can only re-deliver, never skip. Consequences:
+session). It never holds the state of a turn that has not run: every block's resulting
+frontier is *staged* under its trigger, and the row carries the frontier staged by the
+last turn whose reply landed while it ran (``note_sent(turn_trigger=…)``; by then Hermes
+has persisted that turn — trigger and block — in the transcript) plus every id the
+session posted since. A queued turn (block computed at ingress, not run yet) is thus
+delivered again after a restart instead of being lost. Nothing is written at block
+time, and a row is only ever an older state of the same monotone frontier, so a stale
+row can only re-deliver, never skip. Consequences:
 
 * restart between turns (the reply went out): the next block is exactly what a
   non-restarted gateway would deliver (the first turn after a restart reads once,
@@ -129,6 +138,8 @@ MAX_PAGE = 500
 HELD_COMPACT_AT = 100
 #: Hard bound of ``held`` (ids); only reachable in pathological drains, oldest dropped.
 HELD_MAX = 1_000
+#: Turns per session whose block is computed but whose reply has not landed (bound).
+STAGED_MAX = 200
 #: Bound of the per-session set of realtime-observed ids not held.
 UNSEEN_MAX = 1_000
 #: Smallest ``max_bytes`` the frontier accepts (one full line always fits).
@@ -371,14 +382,18 @@ class ReadPlan:
 
 def plan_read(*, cursor: str | None, held_count: int, fresh: bool, trigger_is_root: bool,
               trigger_has_replies: bool, retained: bool, covered: bool, dirty: bool, pending: bool,
-              window: int, max_page: int = MAX_PAGE, compact_at: int = HELD_COMPACT_AT) -> ReadPlan:
+              window: int, max_page: int = MAX_PAGE, compact_at: int = HELD_COMPACT_AT,
+              reach: int | None = None) -> ReadPlan:
     """Decide the turn's read (pure).
 
     ``fresh``: the session holds nothing of this thread yet. ``held_count``: ids held past
     the cursor, the trigger included. ``covered``: realtime has shown this thread since
     the frontier was last established in this process (False after a restart).
     ``dirty``: realtime showed a thread message the session does not hold. ``pending``:
-    the last block left a backlog. Limits are clamped to ``1..max_page``.
+    the last block left a backlog. ``reach``: how many rows past the cursor the trigger
+    is, when the last page read from this cursor showed it — an anchored page then stops
+    at the trigger (so its ``end_cursor`` can pass it even while newer messages exist).
+    Limits are clamped to ``1..max_page``.
     """
     def clamp(n: int) -> int:
         return max(1, min(max_page, n))
@@ -392,7 +407,10 @@ def plan_read(*, cursor: str | None, held_count: int, fresh: bool, trigger_is_ro
         return ReadPlan(False, "quiet")
     if cursor is None:
         return ReadPlan(True, "reread", clamp(max_page))
-    return ReadPlan(True, "anchored", clamp(window + held_count), after=cursor)
+    limit = window + held_count
+    if reach is not None and reach > 0:
+        limit = min(limit, reach)
+    return ReadPlan(True, "anchored", clamp(limit), after=cursor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,6 +422,9 @@ class Delivery:
     ``older_omitted``: for unanchored pages that did not reach the thread start, how many
     replies were left out (``-1``: some, count unknown). ``page_ids``: every id on the
     page. ``complete``: the page reached the newest message of the thread.
+    ``ahead``: ids of the page positioned after the trigger, in page order (held or not).
+    ``after_unheld``: the ones among them the session does not hold (not delivered; the
+    cursor did not pass them; a later turn delivers them unless they become turns).
     """
 
     messages: tuple[ChattoMessage, ...]
@@ -413,46 +434,89 @@ class Delivery:
     older_omitted: int = 0
     page_ids: frozenset[str] = field(default_factory=frozenset)
     complete: bool = False
+    ahead: tuple[str, ...] = ()
+    after_unheld: tuple[str, ...] = ()
 
 
 def _dedup(ids: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(i for i in ids if i))
 
 
+def split_at_trigger(msgs: Sequence[ChattoMessage], *, trigger_id: str, trigger_created_at: float | None,
+                     has_newer: bool) -> tuple[list[ChattoMessage], list[ChattoMessage]]:
+    """``(before, after)``: the page messages positioned before the turn's trigger and the
+    ones after it (pure; the trigger itself is in neither).
+
+    By page order when the trigger is on the page. Not on the page and ``has_newer``: the
+    page limit was reached before the trigger, so the whole page precedes it. Not on the
+    page and the page reached the thread's newest message: the trigger precedes the page
+    (it is the root of an anchored page, or behind the cursor) or is gone; then the
+    leading messages not newer than ``trigger_created_at`` (epoch s) precede it, and
+    nothing does when that time is unknown.
+    """
+    for i, m in enumerate(msgs):
+        if m.event_id == trigger_id:
+            return list(msgs[:i]), list(msgs[i + 1:])
+    if has_newer:
+        return list(msgs), []
+    k = 0
+    if trigger_created_at is not None:
+        while k < len(msgs) and msgs[k].created_at is not None and msgs[k].created_at <= trigger_created_at:
+            k += 1
+    return list(msgs[:k]), list(msgs[k:])
+
+
 def plan_delivery(page: TimelinePage, *, cursor: str | None, held: Sequence[str], trigger_id: str,
-                  root_id: str, window: int, limit: int) -> Delivery:
+                  root_id: str, window: int, limit: int, trigger_created_at: float | None = None) -> Delivery:
     """Given the page a turn fetched (with ``after=cursor`` when ``cursor`` is set, else
     unanchored) decide what to deliver and the new frontier (pure).
 
-    Delivered: the first ``window`` page messages that are not held, not the trigger, not
-    tombstones (``deleted_at`` set) and not channel echo rows. If that exhausts the page's
-    non-held messages the cursor moves to ``page.end_cursor`` (kept when empty) and ids
-    now behind it leave ``held``; otherwise the cursor stays and the delivered ids join
-    ``held`` (the next anchored read continues from the same start). ``limit`` is the
-    limit the page was requested with (a short page without ``has_newer`` is complete).
+    Only messages positioned **before the trigger** can be delivered
+    (:func:`split_at_trigger`): a message posted after it may still become a turn of its
+    own, and if it does not, a later turn delivers it. Delivered: the first ``window`` of
+    those that are not held, not the trigger, not tombstones (``deleted_at`` set) and not
+    channel echo rows. The cursor moves only past what the session then holds:
+
+    * every message of the page is delivered, held or passable (tombstone, echo) → the
+      cursor becomes ``page.end_cursor`` (kept when empty) and ids behind it leave ``held``;
+    * otherwise (a backlog before the trigger larger than the window, or unheld messages
+      after the trigger) the delivered ids join ``held``; the cursor becomes
+      ``page.start_cursor`` when the page's first reply is held, delivered or passable
+      (this gives an unanchored seed page its anchor), else it stays.
+
+    ``limit`` is the limit the page was requested with (a short page without
+    ``has_newer`` is complete). ``trigger_created_at``: see :func:`split_at_trigger`.
     """
     anchored = cursor is not None
     msgs = [m for m in page.messages if not m.is_echo]
     page_ids = frozenset(m.event_id for m in page.messages)
     held_all = _dedup([*held, trigger_id])
     held_set = set(held_all)
-    candidates = [m for m in msgs if m.event_id not in held_set and not m.is_deleted]
+    before, after = split_at_trigger(msgs, trigger_id=trigger_id, trigger_created_at=trigger_created_at,
+                                     has_newer=page.has_newer)
+    candidates = [m for m in before if m.event_id not in held_set and not m.is_deleted]
     deliver = candidates[: max(0, window)]
     excess = len(candidates) > len(deliver)
+    after_unheld = tuple(m.event_id for m in after if m.event_id not in held_set and not m.is_deleted)
     rows = len(page.messages) + page.other_event_count
     complete = (not anchored) or (not page.has_newer and rows < limit)
-    if excess:
-        new_cursor = cursor
-        new_held = _dedup([*held_all, *(m.event_id for m in deliver)])
-    elif page.end_cursor:
+    grown = _dedup([*held_all, *(m.event_id for m in deliver)])
+    if not excess and not after_unheld and page.end_cursor:
         new_cursor = page.end_cursor
         if complete:
             new_held = ()
         else:
             new_held = tuple(h for h in held_all if h not in page_ids and h != root_id)
-    else:  # no reply on the page (root only / empty): the cursor cannot move
-        new_cursor = cursor
-        new_held = _dedup([*held_all, *(m.event_id for m in deliver)])
+    else:
+        new_cursor, new_held = cursor, grown
+        first = next((m for m in page.messages if m.event_id != root_id), None)
+        if page.start_cursor and first is not None and (first.event_id in grown or first.is_deleted
+                                                        or first.is_echo):
+            new_cursor = page.start_cursor
+            # the start cursor is the page's first row; when that row is not a message the
+            # first message stays past the cursor and so in ``held``
+            drop = {root_id, first.event_id} if not page.other_event_count else {root_id}
+            new_held = tuple(h for h in grown if h not in drop)
     more = excess or (page.has_newer and trigger_id not in page_ids)
     omitted = 0
     if not anchored and page.has_older:
@@ -462,7 +526,8 @@ def plan_delivery(page: TimelinePage, *, cursor: str | None, held: Sequence[str]
             omitted = root.reply_count - n_replies
         else:
             omitted = -1
-    return Delivery(tuple(deliver), new_cursor, new_held, more, omitted, page_ids, complete)
+    return Delivery(tuple(deliver), new_cursor, new_held, more, omitted, page_ids, complete,
+                    tuple(m.event_id for m in after), after_unheld)
 
 
 # ---------------------------------------------------------------------------------
@@ -473,7 +538,8 @@ class _State:
     """In-memory frontier of one session (see module docstring)."""
 
     __slots__ = ("session_key", "session_id", "room_id", "root_id", "cursor", "held", "fresh",
-                 "covered", "pending", "unseen", "unseen_overflow", "recent", "lock")
+                 "covered", "pending", "unseen", "unseen_overflow", "recent", "ahead", "pos", "pos_anchor",
+                 "committed_cursor", "committed_held", "staged", "own_log", "own_seq", "lock")
 
     def __init__(self, session_key: str, session_id: str | None, room_id: str, root_id: str, *,
                  cursor: str | None = None, held: Iterable[str] = (), fresh: bool = True):
@@ -489,6 +555,54 @@ class _State:
         self.unseen: set[str] = set()
         self.unseen_overflow = False
         self.recent: frozenset[str] = frozenset()
+        #: ids the last page showed after its trigger -> page order (to tell whether an
+        #: unheld one precedes a later trigger)
+        self.ahead: dict[str, int] = {}
+        #: id -> rows past ``pos_anchor`` (the cursor the last page was read from / moved to)
+        self.pos: dict[str, int] = {}
+        self.pos_anchor: str | None = None
+        #: what the stored row says: the frontier as of the last turn whose reply landed
+        #: (plus every own id noted since) — never the state of a turn that has not run
+        self.committed_cursor: str | None = cursor
+        self.committed_held: dict[str, None] = dict.fromkeys(held)
+        #: trigger id -> (cursor, held, own_seq) right after that turn's block was computed
+        self.staged: OrderedDict[str, tuple[str | None, tuple[str, ...], int]] = OrderedDict()
+        self.own_log: list[tuple[int, str]] = []
+        self.own_seq = 0
+
+    def stage(self, trigger_id: str) -> None:
+        """Remember the frontier as it stands after ``trigger_id``'s block (see :meth:`commit`)."""
+        self.staged[trigger_id] = (self.cursor, tuple(self.held), self.own_seq)
+        self.staged.move_to_end(trigger_id)
+        while len(self.staged) > STAGED_MAX:
+            self.staged.popitem(last=False)
+
+    def note_own(self, event_id: str) -> None:
+        """An id the session's own delivery posted: held now, and part of every row."""
+        self.hold(event_id)
+        self.own_seq += 1
+        self.own_log.append((self.own_seq, event_id))
+        self.committed_held[event_id] = None
+        while len(self.committed_held) > HELD_MAX:
+            self.committed_held.pop(next(iter(self.committed_held)))
+
+    def commit(self, trigger_id: str) -> bool:
+        """The turn of ``trigger_id`` ran and its reply landed: the row may now say what
+        that turn's block delivered (and everything staged before it). False when the
+        trigger is not staged (nothing changes)."""
+        snap = self.staged.get(trigger_id)
+        if snap is None:
+            return False
+        cursor, held, seq = snap
+        self.committed_cursor = cursor
+        self.committed_held = dict.fromkeys([*held, *(i for n, i in self.own_log if n > seq)])
+        while True:
+            k, _ = self.staged.popitem(last=False)
+            if k == trigger_id:
+                break
+        floor = min((v[2] for v in self.staged.values()), default=self.own_seq)
+        self.own_log = [(n, i) for n, i in self.own_log if n > floor]
+        return True
 
     def hold(self, event_id: str) -> None:
         if not event_id:
@@ -508,6 +622,26 @@ class _State:
 
     def dirty(self) -> bool:
         return self.unseen_overflow or any(i not in self.held for i in self.unseen)
+
+    def dirty_before(self, trigger_id: str) -> bool:
+        """Whether realtime or the last page showed a message the session does not hold
+        that is positioned before ``trigger_id`` (only those belong in its block). A
+        trigger the last page did not show is newer than everything unseen."""
+        if self.unseen_overflow:
+            return True
+        unheld = [i for i in self.unseen if i not in self.held]
+        if not unheld:
+            return False
+        at = self.ahead.get(trigger_id)
+        if at is None:
+            return True
+        return any(self.ahead.get(i, at + 1) < at for i in unheld)
+
+    def reach(self, trigger_id: str) -> int | None:
+        """Rows past the cursor up to and including ``trigger_id``, if known."""
+        if self.cursor is None or self.pos_anchor != self.cursor:
+            return None
+        return self.pos.get(trigger_id)
 
 
 class ThreadFrontier:
@@ -585,14 +719,20 @@ class ThreadFrontier:
                 st.covered = False
 
     def note_sent(self, room_id: str, thread_root_event_id: str, event_ids: Sequence[str],
-                  session_key: str | None = None) -> None:
+                  session_key: str | None = None, *, turn_trigger: str | None = None) -> None:
         """The bot posted ``event_ids`` into thread ``(room_id, thread_root_event_id)``.
 
-        ``session_key``: the session whose turn produced them (its agent's reply) — they
-        become held by it and its row is written (the one write per turn, off the loop).
-        ``None`` (cron, ``hermes send``, a tool acting for another session): nobody holds
-        them; other sessions of the thread see them in their next block, marked (you).
-        Never raises.
+        ``session_key``: the session the post belongs to (its agent's reply, or a notice the
+        host posted into the thread during that session's turn) — the ids become held by
+        it and its row is written (one small upsert, off the loop). ``turn_trigger``: the
+        trigger of the turn whose reply this is, **only when that turn is running** (the
+        runner took it): the row then advances to the frontier as it stood after that
+        turn's block (:meth:`_State.commit`). Without it the row gains the ids only: the
+        state of turns that are queued but have not run is never stored, so a restart
+        before they run delivers their trigger and block again instead of losing them.
+        ``None`` session (cron, ``hermes send``, a tool acting for another session):
+        nobody holds the ids; every session of the thread sees them in its next block,
+        marked (you). Never raises.
         """
         ids = [i for i in event_ids if i]
         if not ids or not thread_root_event_id:
@@ -600,7 +740,9 @@ class ThreadFrontier:
         owner = self._states.get(session_key) if session_key else None
         if owner is not None and (owner.room_id, owner.root_id) == (room_id, thread_root_event_id):
             for i in ids:
-                owner.hold(i)
+                owner.note_own(i)
+            if turn_trigger:
+                owner.commit(turn_trigger)
             self._schedule_write(owner)
         elif session_key and self._store is not None:
             self._spawn(self._merge_into_row(session_key, room_id, thread_root_event_id, ids))
@@ -672,8 +814,9 @@ class ThreadFrontier:
             plan = plan_read(cursor=st.cursor, held_count=len(st.held), fresh=st.fresh,
                              trigger_is_root=not trigger.is_reply,
                              trigger_has_replies=bool(trigger.has_thread or trigger.reply_count),
-                             retained=retained, covered=covered, dirty=st.dirty(), pending=st.pending,
-                             window=self.effective_window, max_page=self.max_page, compact_at=self.compact_at)
+                             retained=retained, covered=covered, dirty=st.dirty_before(trigger.event_id),
+                             pending=st.pending, window=self.effective_window, max_page=self.max_page,
+                             compact_at=self.compact_at, reach=st.reach(trigger.event_id))
             if not plan.read:
                 if plan.reason == "quiet":
                     self.counters["quiet_turns"] += 1
@@ -681,8 +824,11 @@ class ThreadFrontier:
                     st.covered = retained
                 st.fresh = False
                 st.unseen = {i for i in st.unseen if i not in st.held}
+                st.stage(trigger.event_id)
                 return None
-            return await self._read_and_render(st, plan, trigger, retained)
+            text = await self._read_and_render(st, plan, trigger, retained)
+            st.stage(trigger.event_id)
+            return text
 
     async def flush(self) -> None:
         """Wait until every queued row write has finished (tests, shutdown)."""
@@ -710,7 +856,8 @@ class ThreadFrontier:
             return None
         return {"session_id": st.session_id, "room_id": st.room_id, "root_id": st.root_id,
                 "cursor": st.cursor, "held": list(st.held), "fresh": st.fresh, "covered": st.covered,
-                "pending": st.pending, "unseen": sorted(st.unseen), "dirty": st.dirty()}
+                "pending": st.pending, "unseen": sorted(st.unseen), "dirty": st.dirty(),
+                "ahead": list(st.ahead)}
 
     # ------------------------------------------------------------------ internals
 
@@ -812,7 +959,7 @@ class ThreadFrontier:
             held_now = tuple(st.held)
         window = self.effective_window
         d = plan_delivery(page, cursor=cursor, held=held_now, trigger_id=trigger.event_id, root_id=st.root_id,
-                          window=window, limit=plan.limit)
+                          window=window, limit=plan.limit, trigger_created_at=trigger.created_at)
         text = None
         if d.messages:
             text, n = render_block_fit(d.messages, bot_user_id=self.bot_user_id, users=page.users,
@@ -820,7 +967,8 @@ class ThreadFrontier:
                                        older_omitted=d.older_omitted, ref_time=trigger.created_at)
             if n < len(d.messages):
                 d = plan_delivery(page, cursor=cursor, held=held_now, trigger_id=trigger.event_id,
-                                  root_id=st.root_id, window=max(n, 0), limit=plan.limit)
+                                  root_id=st.root_id, window=max(n, 0), limit=plan.limit,
+                                  trigger_created_at=trigger.created_at)
                 text, n = render_block_fit(d.messages, bot_user_id=self.bot_user_id, users=page.users,
                                            more_pending=True, max_bytes=self.max_bytes,
                                            older_omitted=d.older_omitted, ref_time=trigger.created_at)
@@ -834,9 +982,17 @@ class ThreadFrontier:
         st.fresh = False
         st.covered = retained
         st.pending = d.more_pending
-        st.recent = d.page_ids
+        after_unheld = set(d.after_unheld)
+        st.recent = d.page_ids - after_unheld
         st.unseen = {i for i in st.unseen
                      if i not in d.page_ids and i not in st.held and not (d.complete and i in snap_unseen)}
+        # messages after the trigger that the session does not hold were not delivered:
+        # they stay "unseen" until they become turns (held) or a later block delivers them
+        for i in d.after_unheld:
+            if i not in st.held:
+                st.mark_unseen(i)
+        st.ahead = {i: n for n, i in enumerate(d.ahead)} if after_unheld else {}
+        st.pos, st.pos_anchor = self._positions(page, plan, d, st.root_id)
         if d.complete:
             st.unseen_overflow = False
         if text is not None:
@@ -844,6 +1000,20 @@ class ThreadFrontier:
             self.counters["block_messages"] += len(d.messages)
             self.counters["block_bytes"] += len(text.encode("utf-8"))
         return text
+
+    @staticmethod
+    def _positions(page: TimelinePage, plan: ReadPlan, d: Delivery, root_id: str) -> tuple[dict[str, int], str | None]:
+        """Rows past the new cursor of every reply on the page (for :func:`plan_read`'s
+        ``reach``), when the new cursor is the one the page was read from or its start
+        cursor and the page has only message rows; else nothing."""
+        if page.other_event_count or d.cursor is None:
+            return {}, None
+        replies = [m.event_id for m in page.messages if m.event_id != root_id]
+        if d.cursor == plan.after:
+            return {i: n + 1 for n, i in enumerate(replies)}, d.cursor
+        if page.start_cursor and d.cursor == page.start_cursor:
+            return {i: n for n, i in enumerate(replies) if n}, d.cursor
+        return {}, None
 
     def _unheld_own(self, page: TimelinePage, held: Sequence[str]) -> bool:
         """Whether the page carries a bot message the session does not hold."""
@@ -887,7 +1057,8 @@ class ThreadFrontier:
         from .store import FrontierRow
 
         return FrontierRow(session_key=st.session_key, session_id=st.session_id, room_id=st.room_id,
-                           root_id=st.root_id, cursor=st.cursor, held=tuple(st.held), updated_at=time.time())
+                           root_id=st.root_id, cursor=st.committed_cursor, held=tuple(st.committed_held),
+                           updated_at=time.time())
 
     def _schedule_write(self, st: _State) -> None:
         if self._store is None:
@@ -940,7 +1111,7 @@ class ThreadFrontier:
             if st is not None:
                 if (st.room_id, st.root_id) == (room, root):
                     for i in ids:
-                        st.hold(i)
+                        st.note_own(i)
                     self._schedule_write(st)
                 return
             row = await self._load(session_key)
@@ -948,7 +1119,7 @@ class ThreadFrontier:
                 return
             st = _State(session_key, row.session_id, room, root, cursor=row.cursor, held=row.held, fresh=False)
             for i in ids:
-                st.hold(i)
+                st.note_own(i)
             self._register(st)
             self._schedule_write(st)
 

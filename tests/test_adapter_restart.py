@@ -130,12 +130,15 @@ async def _open_thread_and_stop(gw):
 
 
 def _post_while_down(w, ids, root):
+    # The bot's own post goes in before the thread reply: a block holds only messages
+    # positioned before its trigger (a later message may become a turn of its own), so
+    # the own post reaches the thread reply's block only when it precedes the reply.
+    own = w.reply(ids["bot"], ids["general"], root, "ops script: window booked (bot key)")
     down = [
         w.post(ids["alice"], ids["dm"], "while down: a DM"),
         w.post(ids["alice"], ids["general"], "@helper_bot while down: a mention"),
         w.reply(ids["alice"], ids["general"], root, "while down: a thread reply"),
     ]
-    own = w.reply(ids["bot"], ids["general"], root, "ops script: window booked (bot key)")
     return down, own
 
 
