@@ -82,7 +82,7 @@ async def run() -> dict[str, list[tuple[int, int, bool]]]:
         block = await frontier.block_for_turn(key, sid, trigger, True)
         root = trigger.thread_key
         reply = srv.post(w.bot_id, room, f"answer to {trigger.event_id}", thread_root_event_id=root)
-        frontier.note_sent(room, root, [reply.event_id], key)
+        frontier.note_sent(room, root, [reply.event_id], key, turn_trigger=trigger.event_id)
         frontier.observe(reply, True)  # the echo arrives on the realtime stream
         await frontier.flush()
         n_reads = reads() - r0
