@@ -240,6 +240,32 @@ def wire_adapter(runner: Any, adapter: Any) -> None:
     adapter._busy_text_mode = runner._busy_text_mode
 
 
+async def start_gateway(chatto_world: Any, monkeypatch: Any, ids: dict, *, agent: "FakeAgent") -> "Gateway":
+    """A connected real ``GatewayRunner`` + ``ChattoAdapter`` for ``chatto_world``, with
+    ``GatewayRunner._run_agent`` replaced by ``agent`` and the adapter wired exactly like
+    ``GatewayRunner.start``. The caller has written the config and environment."""
+    from gateway.config import Platform, load_gateway_config
+    from gateway.run import GatewayRunner
+    from hermes_cli.plugins import discover_plugins
+
+    discover_plugins(force=True)
+
+    async def fake_run_agent(self, message, context_prompt, history, source, session_id, session_key=None, **kw):
+        return await agent.run(self, message, context_prompt, history, source, session_id, session_key, **kw)
+
+    monkeypatch.setattr(GatewayRunner, "_run_agent", fake_run_agent)
+    cfg = load_gateway_config()
+    runner = GatewayRunner(cfg)
+    plat = Platform("chatto")
+    adapter = runner._create_adapter(plat, cfg.platforms[plat])
+    assert adapter is not None, "registry refused to create the Chatto adapter"
+    wire_adapter(runner, adapter)
+    ok = await adapter.connect(is_reconnect=False)
+    assert ok, f"connect failed: {adapter.fatal_error_message}"
+    runner.adapters[plat] = adapter
+    return Gateway(runner=runner, adapter=adapter, agent=agent, world=chatto_world, ids=ids)
+
+
 @pytest.fixture()
 async def gateway(hermes_home, write_config, chatto_world, monkeypatch):
     made: list[Gateway] = []
@@ -260,27 +286,7 @@ async def gateway(hermes_home, write_config, chatto_world, monkeypatch):
         from hermes_chatto.config import clear_settings_cache
 
         clear_settings_cache()
-        from gateway.config import Platform, load_gateway_config
-        from gateway.run import GatewayRunner
-        from hermes_cli.plugins import discover_plugins
-
-        discover_plugins(force=True)
-        agent = FakeAgent(reply)
-
-        async def fake_run_agent(self, message, context_prompt, history, source, session_id, session_key=None, **kw):
-            return await agent.run(self, message, context_prompt, history, source, session_id, session_key, **kw)
-
-        monkeypatch.setattr(GatewayRunner, "_run_agent", fake_run_agent)
-        cfg = load_gateway_config()
-        runner = GatewayRunner(cfg)
-        plat = Platform("chatto")
-        adapter = runner._create_adapter(plat, cfg.platforms[plat])
-        assert adapter is not None, "registry refused to create the Chatto adapter"
-        wire_adapter(runner, adapter)
-        ok = await adapter.connect(is_reconnect=False)
-        assert ok, f"connect failed: {adapter.fatal_error_message}"
-        runner.adapters[plat] = adapter
-        gw = Gateway(runner=runner, adapter=adapter, agent=agent, world=chatto_world, ids=ids)
+        gw = await start_gateway(chatto_world, monkeypatch, ids, agent=FakeAgent(reply))
         made.append(gw)
         return gw
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from conftest import FakeAgent, Gateway, wait_for, wire_adapter, world_ids
+from conftest import FakeAgent, Gateway, start_gateway, wait_for, world_ids
 
 pytestmark = pytest.mark.timeout(170)
 
@@ -144,27 +144,7 @@ async def gw_factory(hermes_home, write_config, chatto_world, monkeypatch):
         from hermes_chatto.config import clear_settings_cache
 
         clear_settings_cache()
-        from gateway.config import Platform, load_gateway_config
-        from gateway.run import GatewayRunner
-        from hermes_cli.plugins import discover_plugins
-
-        discover_plugins(force=True)
-        fake = agent or FakeAgent(reply)
-
-        async def fake_run_agent(self, message, context_prompt, history, source, session_id, session_key=None, **kw):
-            return await fake.run(self, message, context_prompt, history, source, session_id, session_key, **kw)
-
-        monkeypatch.setattr(GatewayRunner, "_run_agent", fake_run_agent)
-        cfg = load_gateway_config()
-        runner = GatewayRunner(cfg)
-        plat = Platform("chatto")
-        adapter = runner._create_adapter(plat, cfg.platforms[plat])
-        assert adapter is not None, "registry refused to create the Chatto adapter"
-        wire_adapter(runner, adapter)
-        ok = await adapter.connect(is_reconnect=False)
-        assert ok, f"connect failed: {adapter.fatal_error_message}"
-        runner.adapters[plat] = adapter
-        gw = Gateway(runner=runner, adapter=adapter, agent=fake, world=chatto_world, ids=ids)
+        gw = await start_gateway(chatto_world, monkeypatch, ids, agent=agent or FakeAgent(reply))
         made.append(gw)
         return gw
 
