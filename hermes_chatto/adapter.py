@@ -43,7 +43,6 @@ from . import compat
 from .delivery import DEFAULT_CHUNK_BYTES, DeliveryReport, deliver_chunks, split_body
 from .ingress import IngressContext, SeenSet, decide, decide_edit
 from .wire.errors import (
-    ChattoAmbiguousWriteError,
     ChattoCredentialError,
     ChattoError,
     ChattoFailedPrecondition,
@@ -125,6 +124,17 @@ def live_adapter(scope: str | None = None) -> "ChattoAdapter | None":
     if ad is None or not ad.is_connected:
         return None
     return ad
+
+
+def _content_text(content: Any) -> str:
+    """Text of a transcript message ``content`` (a string, or OpenAI-style content parts
+    whose ``{"type": "text"}`` parts are joined with newlines)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text") or "") for p in content
+                         if isinstance(p, dict) and p.get("type") == "text")
+    return ""
 
 
 def _resume_key(room_id: str, root: str, text: str) -> tuple[str, str, str, str]:
@@ -345,6 +355,9 @@ class ChattoAdapter(BasePlatformAdapter):
         self._sweeper: asyncio.Task | None = None
         self._frontier: Any = _NullFrontier()
         self._processing: dict[str, Any] = {}  # guard key -> MessageEvent being processed
+        # guard key -> (stale MessageEvent, replacement MessageEvent): an edited trigger
+        # whose running turn is being stopped; see _on_edit / _finish_replacement
+        self._replacing: dict[str, tuple[Any, Any]] = {}
         self._typing_last: dict[tuple[str, str], float] = {}
         self._resume_cursor: str | None = None
         self._cursor_store: Any = None
@@ -416,6 +429,12 @@ class ChattoAdapter(BasePlatformAdapter):
         """
         self._loop = asyncio.get_running_loop()
         self._scope = compat.scope_key()
+        try:
+            from .config import apply_wire_log_level
+
+            apply_wire_log_level(self._settings)
+        except Exception:  # noqa: BLE001 - a logging setting must never stop a connect
+            logger.debug("Chatto: could not apply wire_log_level", exc_info=True)
         await self._close_transport()
         try:
             self._client = self._new_client()
@@ -1016,13 +1035,37 @@ class ChattoAdapter(BasePlatformAdapter):
         return None
 
     async def _on_edit(self, msg: ChattoMessage) -> None:
-        """An edit of the trigger of a turn still in flight replaces that turn: the edited
-        text is re-dispatched for the same session (busy mode ``interrupt`` aborts the
-        running turn; the stale reply is suppressed). An edit of a message still queued
-        replaces the queued text. Edits of older messages do nothing."""
+        """An edit of the trigger of a turn still in flight replaces that turn; an edit of
+        a message still queued replaces the queued text; edits of older messages do nothing.
+
+        Replacing (hermes-agent 0.19.0; the busy "interrupt" path is NOT used because its
+        chained run keeps the interrupted run's messages — the original text included —
+        as history, and the agent then merges both user messages):
+
+        1. the replacement event (same trigger id, edited text) is held here, not put in
+           ``_pending_messages`` (the runner would chain it in-band with that history);
+        2. ``interrupt_session_activity`` sets the session's interrupt event; the runner's
+           interrupt monitor stops the agent (no pending text, so no in-band chain and no
+           "⚡ Interrupting" notice — the busy handler never runs);
+        3. every ``send()`` of the stale turn into its chat/thread is dropped until the
+           turn ends (its partial or "interrupted" text, or its full answer if it raced
+           to completion);
+        4. ``on_processing_complete`` of the stale turn (awaited by the host BEFORE it
+           drains ``_pending_messages``) soft-deletes the stale user turn from the session
+           transcript (``SessionStore.rewind_session``, what ``/undo`` uses) when the last
+           user message there is the original text, then puts the replacement into
+           ``_pending_messages``; the host then runs it as a fresh turn that loads the
+           rewound transcript.
+        A second edit while the first replacement is held just updates the held text."""
         for key, pending in list(self._pending_messages.items()):
             if getattr(pending, "message_id", None) == msg.event_id and (msg.body or "").strip():
                 pending.text = msg.body or ""
+                return
+        for key, (stale, repl) in list(self._replacing.items()):
+            if getattr(stale, "message_id", None) == msg.event_id:
+                if (msg.body or "").strip() and msg.author_id != self.bot_user_id:
+                    repl.text = msg.body or ""
+                    repl.raw_message = msg
                 return
         d = decide_edit(msg, self.bot_user_id, self._inflight_key)
         if not d.redispatch:
@@ -1032,13 +1075,72 @@ class ChattoAdapter(BasePlatformAdapter):
             return
         new_event = dataclasses.replace(old, text=d.text, raw_message=msg, timestamp=datetime.now())
         logger.info("Chatto: trigger %s edited during its turn; replacing the turn", msg.event_id)
-        # Mark the running turn interrupted first (its reply is then suppressed by the base
-        # class once the replacement is queued), then dispatch the edited text: the session
-        # is busy, so the runner's busy handler queues it and interrupts the agent.
+        self._replacing[d.guard_key] = (old, new_event)
+        self.stats["edits_replaced"] += 1
         meta = {"thread_id": old.source.thread_id} if old.source.thread_id else None
         await self.interrupt_session_activity(d.guard_key, old.source.chat_id, meta)
-        await self._dispatch(new_event)
-        self.stats["edits_replaced"] += 1
+        # the turn may have ended between decide_edit and here (its completion hook then
+        # found nothing to replace): run the replacement now
+        if d.guard_key not in self._active_sessions and self._replacing.get(d.guard_key, (None,))[0] is old:
+            await self._finish_replacement(d.guard_key, old)
+
+    def _stale_send(self, chat_id: str, root: str) -> bool:
+        """Whether a ``send()`` into ``chat_id``/``root`` belongs to a turn being replaced
+        (its output is dropped; see :meth:`_on_edit`)."""
+        for stale, _ in self._replacing.values():
+            src = stale.source
+            if src.chat_id == chat_id and (src.thread_id or "") == (root or ""):
+                return True
+        return False
+
+    async def _finish_replacement(self, key: str, stale: Any) -> None:
+        """Stale turn ``stale`` (guard ``key``) has ended: drop its user turn from the
+        transcript and queue the replacement for the host's drain (see :meth:`_on_edit`)."""
+        entry = self._replacing.get(key)
+        if entry is None or entry[0] is not stale:
+            return
+        _, repl = self._replacing.pop(key)
+        try:
+            await self._rewind_stale_turn(stale)
+        except Exception:
+            logger.warning("Chatto: could not drop the replaced turn from the transcript", exc_info=True)
+        if key in self._pending_messages:
+            # a follow-up got queued meanwhile (busy handler): the replacement goes behind it
+            await self._dispatch(repl)
+        else:
+            self._pending_messages[key] = repl
+            await self._rescue_orphan(key)
+
+    async def _rewind_stale_turn(self, stale: Any) -> None:
+        """Soft-delete the stale turn (its user message and everything after it) with the
+        public ``SessionStore.rewind_session(session_id, 1)`` — only when the newest user
+        message of the transcript carries the stale trigger's text (a turn interrupted
+        before the agent persisted anything leaves nothing to remove)."""
+        store = getattr(self, "_session_store", None)
+        rewind = getattr(store, "rewind_session", None)
+        load = getattr(store, "load_transcript", None)
+        if not callable(rewind) or not callable(load):
+            return
+        skey = self.session_key_for(stale.source)
+        sid = await self._session_id(skey)
+        if not sid:
+            return
+        msgs = await asyncio.to_thread(load, sid)
+        last_user = next((m for m in reversed(msgs or []) if m.get("role") == "user"), None)
+        text = (stale.text or "").strip()
+        if last_user is None or not text or text not in _content_text(last_user.get("content")):
+            logger.debug("Chatto: replaced turn left no user message to drop")
+            return
+        await asyncio.to_thread(rewind, sid, 1)
+        # /undo evicts the cached agent too, so the next turn rebuilds from the rewound
+        # transcript (private runner method: used when present, harmless when missing)
+        evict = getattr(getattr(self, "gateway_runner", None), "_evict_cached_agent", None)
+        if callable(evict):
+            try:
+                evict(skey)
+            except Exception:
+                logger.debug("Chatto: cached-agent eviction failed", exc_info=True)
+        self.stats["edits_rewound"] = self.stats.get("edits_rewound", 0) + 1
 
     async def on_processing_start(self, event: Any) -> None:
         """Remember the turn (for edit replacement) and add the acknowledgement reaction
@@ -1051,13 +1153,18 @@ class ChattoAdapter(BasePlatformAdapter):
         await self._react(event, emoji)
 
     async def on_processing_complete(self, event: Any, outcome: Any) -> None:
-        """Forget the turn; add ``done_reaction`` on success (off when empty)."""
+        """Forget the turn; add ``done_reaction`` on success (off when empty). A turn
+        replaced by an edit hands over to its replacement here (see :meth:`_on_edit`)."""
+        key = None
         try:
             key = self._guard_key(event.source)
             if self._processing.get(key) is event:
                 self._processing.pop(key, None)
         except Exception:
             pass
+        if key is not None and self._replacing.get(key, (None,))[0] is event:
+            await self._finish_replacement(key, event)
+            return
         if outcome == ProcessingOutcome.SUCCESS:
             await self._react(event, getattr(self._settings, "done_reaction", ""))
 
@@ -1204,6 +1311,9 @@ class ChattoAdapter(BasePlatformAdapter):
         except Exception as exc:  # routing must never lose a reply
             logger.debug("Chatto: thread routing failed: %s", exc)
             root = str((metadata or {}).get("thread_id") or "")
+        if self._replacing and self._stale_send(chat_id, root):
+            logger.info("Chatto: dropped output of a turn replaced by an edit")
+            return SendResult(success=True)
         session_key, turn_trigger = self._send_owner(chat_id, root, reply_to)
         report = await self._deliver_chunks(chat_id, content, thread_root_event_id=root, session_key=session_key,
                                             turn_trigger=turn_trigger)
