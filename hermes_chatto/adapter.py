@@ -73,6 +73,9 @@ DISCONNECT_DELIVERY_WAIT_S = 5.0
 
 #: Minimum seconds between two writes of the realtime resume cursor to the state file.
 CURSOR_SAVE_INTERVAL_S = 2.0
+# Newest thread replies read per moved thread after a projection reset (GetThreadEvents
+# limit; chatto-protocol §3.7 "After a reset").
+RESET_THREAD_READ_LIMIT = 50
 
 
 # ---------------------------------------------------------------------------------
@@ -352,6 +355,10 @@ class ChattoAdapter(BasePlatformAdapter):
         self._hydrating: set[str] = set()  # rooms added mid-run whose hydration has not arrived
         self._trigger_keys: OrderedDict[str, str] = OrderedDict()  # thread trigger id -> runner session key
         self._root_authors: OrderedDict[str, str] = OrderedDict()  # thread root id -> author id
+        # "room\x00root" -> thread reply count last seen (pages, live roots and replies): a later
+        # room_timeline_replace whose root row shows more replies had replies in the gap
+        self._thread_counts: OrderedDict[str, int] = OrderedDict()
+        self._counted_replies = SeenSet(20_000)  # reply ids already added to _thread_counts
         self._sweeper: asyncio.Task | None = None
         self._frontier: Any = _NullFrontier()
         self._processing: dict[str, Any] = {}  # guard key -> MessageEvent being processed
@@ -365,7 +372,8 @@ class ChattoAdapter(BasePlatformAdapter):
         self._cursor_saved_at = 0.0
         self._cursor_flush: asyncio.Task | None = None
         self.stats: dict[str, int] = {"dispatched": 0, "dropped": 0, "edits_replaced": 0,
-                                      "room_activity_fetches": 0, "sends": 0, "send_failures": 0}
+                                      "room_activity_fetches": 0, "sends": 0, "send_failures": 0,
+                                      "reset_thread_reads": 0}
         self.last_reports: list[DeliveryReport] = []
         self._deliveries: set[asyncio.Future] = set()  # _deliver_chunks tasks in flight
 
@@ -728,23 +736,84 @@ class ChattoAdapter(BasePlatformAdapter):
         session runs — any RBAC change on the server causes one) may carry root messages
         posted while the socket was reconnecting: those not seen yet are new and go
         through ingress like live ones.
-        Thread replies are never in these pages (they reach the next thread turn through
-        the frontier)."""
+        Thread replies are never in these pages: for each root row of a thread the bot
+        takes part in whose ``thread.reply_count`` grew since the adapter last saw it, the
+        replies posted since are read with one ``GetThreadEvents`` (newest
+        ``min(growth, RESET_THREAD_READ_LIMIT)`` replies; counted in
+        ``stats["reset_thread_reads"]``) and the unseen ones go through ingress in page
+        order. ChattoError from that read is logged and skipped (the frontier still
+        carries such replies into the next turn of the thread)."""
         if ev.room_id not in self._baselined:
             self._baselined.add(ev.room_id)
             self._hydrating.discard(ev.room_id)
             for m in ev.messages:
                 self._remember_root(m)
+                self._note_thread_count(m)
                 if self._seen is not None and m.event_id not in self._seen:
                     self._seen.add(m.event_id)
             return
         self._frontier_gap(ev.room_id)
+        before = {m.event_id: self._thread_counts.get(ev.room_id + "\x00" + m.event_id)
+                  for m in ev.messages if not m.thread_root_event_id}
+        recovered: set[str] = set()
         for m in ev.messages:
             self._remember_root(m)
             if self._seen is not None and m.event_id in self._seen:
                 continue
             self.stats["gap_recovered"] = self.stats.get("gap_recovered", 0) + 1
+            recovered.add(m.event_id)
             await self._on_new_message(m, m.event_id)
+        for m in ev.messages:
+            if m.thread_root_event_id:
+                continue
+            prev = before.get(m.event_id)
+            if prev is None and m.event_id in recovered:
+                prev = 0  # a root posted in the gap: every reply it has was posted since
+            await self._read_moved_thread(ev.room_id, m, prev)
+            self._note_thread_count(m)
+
+    async def _read_moved_thread(self, room_id: str, root: ChattoMessage, prev: int | None) -> None:
+        """Replies of ``root`` posted since the adapter saw ``prev`` of them, through ingress
+        (see :meth:`_on_timeline_replaced`). No read when the count is unknown or did not
+        grow, the bot takes no part in the thread, or there is no client."""
+        grew = root.reply_count - prev if prev is not None else 0
+        if grew <= 0 or self._client is None:
+            return
+        if (room_id + "\x00" + root.event_id) not in self._joined_threads and root.event_id not in self._own_ids:
+            return
+        want = min(grew, RESET_THREAD_READ_LIMIT)
+        self.stats["reset_thread_reads"] += 1
+        try:
+            page = await self._client.get_thread_events(room_id, root.event_id, limit=want)
+        except ChattoError as exc:
+            logger.debug("Chatto: GetThreadEvents after a reset failed: %s", exc)
+            return
+        replies = [r for r in page.messages if r.thread_root_event_id == root.event_id]
+        for r in replies[-want:]:
+            if self._seen is not None and r.event_id in self._seen:
+                continue
+            self.stats["gap_recovered"] = self.stats.get("gap_recovered", 0) + 1
+            await self._on_new_message(r, r.event_id, retained=True)
+
+    def _note_thread_count(self, msg: ChattoMessage, *, page: bool = True) -> None:
+        """Keep the bounded root → reply-count map current: a root row of a timeline page
+        sets its count (a live/replayed root only when unknown: a replayed row carries the
+        summary of its posting time), a reply not counted before adds one to its known root."""
+        if msg.thread_root_event_id:
+            if msg.event_id in self._counted_replies:
+                return
+            self._counted_replies.add(msg.event_id)
+            key = msg.room_id + "\x00" + msg.thread_root_event_id
+            if key in self._thread_counts:
+                self._thread_counts[key] += 1
+            return
+        key = msg.room_id + "\x00" + msg.event_id
+        if not page and key in self._thread_counts:
+            return
+        self._thread_counts[key] = msg.reply_count
+        self._thread_counts.move_to_end(key)
+        while len(self._thread_counts) > 20_000:
+            self._thread_counts.popitem(last=False)
 
     def _frontier_gap(self, room_id: str | None) -> None:
         fn = getattr(self._frontier, "realtime_gap", None)
@@ -897,6 +966,7 @@ class ChattoAdapter(BasePlatformAdapter):
         if retained is None:
             retained = msg.room_id in self._retained
         self._remember_root(msg)
+        self._note_thread_count(msg, page=False)
         if msg.author_id and msg.author_id == self.bot_user_id:
             # Own post (maybe from another process: cron, hermes send): the bot takes part
             # in its thread (a reply to the bot's root or inside its thread needs no mention).
