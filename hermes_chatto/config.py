@@ -297,12 +297,8 @@ def _field_meta(name: str, info: FieldInfo) -> tuple[str, str, str]:
     return str(extra["env"]), str(extra.get("yaml_key") or name), str(extra["kind"])
 
 
-class _ScopedEnvSource(PydanticBaseSettingsSource):
-    """Reads each field's env var through ``compat.get_secret`` (the profile's scope)."""
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        env, _yaml, _kind = _field_meta(field_name, field)
-        return compat.get_secret(env, None), field_name, False
+class _FieldSource(PydanticBaseSettingsSource):
+    """A settings source that yields every field its ``get_field_value`` finds set."""
 
     def __call__(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -314,7 +310,15 @@ class _ScopedEnvSource(PydanticBaseSettingsSource):
         return out
 
 
-class _ExtraSource(PydanticBaseSettingsSource):
+class _ScopedEnvSource(_FieldSource):
+    """Reads each field's env var through ``compat.get_secret`` (the profile's scope)."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        env, _yaml, _kind = _field_meta(field_name, field)
+        return compat.get_secret(env, None), field_name, False
+
+
+class _ExtraSource(_FieldSource):
     """Reads each field's ``config.yaml`` key from ``pconfig.extra`` (set for one build)."""
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
@@ -323,12 +327,7 @@ class _ExtraSource(PydanticBaseSettingsSource):
         return extra.get(yaml_key), field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name, info in self.settings_cls.model_fields.items():
-            _env, _yaml, kind = _field_meta(name, info)
-            val, _, _ = self.get_field_value(info, name)
-            if not _is_unset(kind, val):
-                out[name] = val
+        out = super().__call__()
         home = _HOME_CV.get()
         if home is not None:
             # PlatformConfig.home_channel (YAML home_channel block / env_enablement seed).

@@ -165,26 +165,23 @@ def _reaction(m, emoji: str, viewer: str) -> pb.MessageReaction | None:
     return pb.MessageReaction(emoji=emoji, count=len(users), has_reacted=viewer in users, preview_user_ids=users[:3])
 
 
-def add_reaction(ctx: Ctx, req) -> pb.AddReactionResponse:
+def _react(ctx: Ctx, req, add: bool):
     s = ctx.state
     with s.lock:
-        changed, m = s.react(ctx.user_id, req.room_id, req.message_event_id, req.emoji, True)
-        out = pb.AddReactionResponse(added=changed)
+        changed, m = s.react(ctx.user_id, req.room_id, req.message_event_id, req.emoji, add)
+        out = pb.AddReactionResponse(added=changed) if add else pb.RemoveReactionResponse(removed=changed)
         r = _reaction(m, req.emoji, ctx.user_id)
         if r is not None:
             out.reaction.CopyFrom(r)
         return out
+
+
+def add_reaction(ctx: Ctx, req) -> pb.AddReactionResponse:
+    return _react(ctx, req, True)
 
 
 def remove_reaction(ctx: Ctx, req) -> pb.RemoveReactionResponse:
-    s = ctx.state
-    with s.lock:
-        changed, m = s.react(ctx.user_id, req.room_id, req.message_event_id, req.emoji, False)
-        out = pb.RemoveReactionResponse(removed=changed)
-        r = _reaction(m, req.emoji, ctx.user_id)
-        if r is not None:
-            out.reaction.CopyFrom(r)
-        return out
+    return _react(ctx, req, False)
 
 
 def get_thread_events(ctx: Ctx, req) -> pb.GetThreadEventsResponse:
