@@ -124,9 +124,13 @@ async def test_edit_of_in_flight_trigger_runs_only_the_edited_text(h: Harness, r
     await h.wait_idle()
 
     reqs = h.model.turn_requests()
-    assert len(reqs) == 2, [r.user_text for r in reqs]
-    first, second = reqs
-    assert "two plus two" in first.user_text
+    # Hermes may retry the held (interrupted) stream once before the interrupt lands
+    # ("Stream drop on attempt 2/3 — retrying", seen in CI): those are still the original.
+    orig = [r for r in reqs if "three plus three" not in r.user_text]
+    repl = [r for r in reqs if "three plus three" in r.user_text]
+    assert orig and all("two plus two" in r.user_text for r in orig), [r.user_text for r in reqs]
+    assert len(repl) == 1 and reqs[-1] is repl[0], [r.user_text for r in reqs]
+    second = repl[0]
     # what the model got for the replacement: the edited text, and the original nowhere
     assert "three plus three" in second.user_text
     assert "two plus two" not in _all_text(second.messages)
@@ -152,10 +156,11 @@ async def test_edit_of_in_flight_trigger_runs_only_the_edited_text(h: Harness, r
     await h.client("alice").update_message(dm, trig.event_id, at + "what is four plus four?")
     # the follow-up goes where the conversation is (channel: the trigger's thread)
     nxt = await h.post(dm, "thanks", thread_root=trig.event_id if room == "general" else "")
-    await wait_until(lambda: len(h.model.turn_requests()) >= 3, timeout=30, what="next turn")
+    n0 = len(reqs)
+    await wait_until(lambda: len(h.model.turn_requests()) >= n0 + 1, timeout=30, what="next turn")
     await h.wait_idle()
     reqs = h.model.turn_requests()
-    assert len(reqs) == 3
-    assert "thanks" in reqs[2].user_text and "four plus four" not in reqs[2].user_text
+    assert len(reqs) == n0 + 1
+    assert "thanks" in reqs[n0].user_text and "four plus four" not in reqs[n0].user_text
     assert len(await h.bot_messages_since(nxt)) == 1
     assert ad.stats["edits_replaced"] == 1
