@@ -29,7 +29,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -226,6 +226,19 @@ class Gateway:
         except Exception:
             pass
         await self.adapter.disconnect()
+
+
+async def idle(gw, *, turns: int = 0, timeout: float = 20.0) -> None:
+    """Wait until ``gw``'s agent has run ``turns`` turns and nothing is in flight."""
+    if turns:
+        await wait_for(lambda: len(gw.agent.calls) >= turns, timeout=timeout, what=f"{turns} turn(s)")
+    await wait_for(lambda: not gw.adapter._active_sessions and not gw.runner._running_agents,
+                   timeout=timeout, what="gateway idle")
+
+
+def bot_replies(gw, room: str, root: str):
+    """The bot's messages in thread ``root`` of ``room`` (server state, oldest first)."""
+    return [m for m in gw.world.thread_messages(room, root) if m.author_id == gw.ids["bot"]]
 
 
 def wire_adapter(runner: Any, adapter: Any) -> None:

@@ -19,22 +19,11 @@ from collections import Counter
 
 import pytest
 
-from conftest import wait_for, world_ids
+from conftest import bot_replies, idle, wait_for, world_ids
 
 pytestmark = pytest.mark.timeout(120)
 
 HEAD = "[Earlier in this thread]"
-
-
-async def idle(gw, *, turns: int = 0, timeout: float = 20.0) -> None:
-    if turns:
-        await wait_for(lambda: len(gw.agent.calls) >= turns, timeout=timeout, what=f"{turns} turn(s)")
-    await wait_for(lambda: not gw.adapter._active_sessions and not gw.runner._running_agents,
-                   timeout=timeout, what="gateway idle")
-
-
-def bot_replies(gw, room: str, root: str):
-    return [m for m in gw.world.thread_messages(room, root) if m.author_id == gw.ids["bot"]]
 
 
 # ---------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import asyncio
 
 import pytest
 
-from conftest import wait_for
+from conftest import bot_replies, idle, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -38,17 +38,6 @@ def lines(block: str | None) -> list[str]:
 
 def bodies(block: str | None) -> list[str]:
     return [ln.split(": ", 1)[1] for ln in lines(block)]
-
-
-async def idle(gw, *, turns: int = 0, timeout: float = 20.0) -> None:
-    if turns:
-        await wait_for(lambda: len(gw.agent.calls) >= turns, timeout=timeout, what=f"{turns} turn(s)")
-    await wait_for(lambda: not gw.adapter._active_sessions and not gw.runner._running_agents,
-                   timeout=timeout, what="gateway idle")
-
-
-def bot_replies(gw, room: str, root: str):
-    return [m for m in gw.world.thread_messages(room, root) if m.author_id == gw.ids["bot"]]
 
 
 class Thread:

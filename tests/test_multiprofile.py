@@ -41,7 +41,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import wait_for
+from conftest import wait_for, wire_adapter
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -341,13 +341,7 @@ class Mux:
         # GatewayRunner.start(), primary loop (0.19.0 run.py), minus unrelated start-up work.
         adapter = runner._create_adapter(plat, pconfig)
         assert adapter is not None, "registry refused to create the default profile's Chatto adapter"
-        adapter.set_message_handler(runner._handle_message)
-        adapter.set_fatal_error_handler(runner._handle_adapter_fatal_error)
-        adapter.set_session_store(runner.session_store)
-        adapter.set_busy_session_handler(runner._handle_active_session_busy_message)
-        adapter.set_topic_recovery_fn(runner._recover_telegram_topic_thread_id)
-        adapter.set_authorization_check(runner._make_adapter_auth_check(adapter.platform))
-        adapter._busy_text_mode = runner._busy_text_mode
+        wire_adapter(runner, adapter)
         ok = await runner._connect_adapter_with_timeout(adapter, plat)
         assert ok, f"default profile's adapter did not connect: {adapter.fatal_error_message}"
         runner.adapters[plat] = adapter

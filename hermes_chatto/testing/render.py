@@ -203,12 +203,16 @@ def thread_page(state: ChattoState, viewer: str, room: RoomRec, root: MsgRec, li
             mode = "none"
     replies = [state.messages[r] for r in root.replies]
     items, has_older, has_newer = _window(replies, mode, seq, state.clamp_limit(limit))
+    return _thread_rows(state, viewer, scope, root if include_root else None, items, has_older, has_newer)
+
+
+def _thread_rows(state: ChattoState, viewer: str, scope, root: MsgRec | None, items: list,
+                 has_older: bool, has_newer: bool) -> pb.RoomTimelinePage:
+    """A thread page: the root first when given, then ``items``; cursors from the replies
+    only (none for an empty reply list, spec §2.8); ``includes.users`` of every row."""
     page = pb.RoomTimelinePage(has_older=has_older, has_newer=has_newer)
     users: list[str] = []
-    if include_root:
-        page.events.append(timeline_event(state, root, viewer))
-        users.extend(_item_users(state, root))
-    for it in items:
+    for it in ([root] if root is not None else []) + list(items):
         page.events.append(timeline_event(state, it, viewer))
         users.extend(_item_users(state, it))
     if items:
@@ -238,15 +242,5 @@ def thread_page_around(state: ChattoState, viewer: str, room: RoomRec, root: Msg
         items = replies[start:end]
         target = 1 + (idx - start)
         has_older, has_newer = start > 0, end < len(replies)
-    scope = thread_scope(room.id, root.id)
-    page = pb.RoomTimelinePage(has_older=has_older, has_newer=has_newer)
-    users = _item_users(state, root)
-    page.events.append(timeline_event(state, root, viewer))
-    for it in items:
-        page.events.append(timeline_event(state, it, viewer))
-        users.extend(_item_users(state, it))
-    if items:
-        page.start_cursor = state.sealer.timeline_cursor(viewer, scope, items[0].seq)
-        page.end_cursor = state.sealer.timeline_cursor(viewer, scope, items[-1].seq)
-    page.includes.CopyFrom(includes(state, users))
+    page = _thread_rows(state, viewer, thread_scope(room.id, root.id), root, items, has_older, has_newer)
     return page, target
