@@ -279,6 +279,9 @@ class _NullFrontier:
     def end_send(self, token) -> None:
         return None
 
+    def turn_finished(self, session_key, trigger_id, ok) -> None:
+        return None
+
 
 def _make_seen_store(capacity: int = 50_000):
     """The persistent :class:`hermes_chatto.store.SeenStore` (survives a restart), or an
@@ -616,10 +619,17 @@ class ChattoAdapter(BasePlatformAdapter):
                 raise ChattoTransientError("Chatto adapter is not connected (network)")
             return await client.get_thread_events(*a, **kw)
 
+        async def fetch_around(*a: Any, **kw: Any):
+            client = self._client
+            if client is None:
+                raise ChattoTransientError("Chatto adapter is not connected (network)")
+            return await client.get_thread_events_around(*a, **kw)
+
         try:
             return ThreadFrontier(store, fetch_page, self.bot_user_id,
                                   window=self._settings.thread_context_window,
-                                  max_bytes=self._settings.thread_context_max_bytes)
+                                  max_bytes=self._settings.thread_context_max_bytes,
+                                  fetch_around=fetch_around)
         except Exception as exc:
             logger.warning("Chatto: thread frontier unavailable (%s)", exc)
             return _NullFrontier()
@@ -1222,6 +1232,19 @@ class ChattoAdapter(BasePlatformAdapter):
         emoji = getattr(self._settings, "ack_reaction", "")
         await self._react(event, emoji)
 
+    def _frontier_turn(self, event: Any, ok: bool) -> None:
+        """Tell the frontier a thread turn finished (one that ended without success and
+        without a landed reply owes its message to the next block:
+        ``ThreadFrontier.turn_finished``). Never raises."""
+        trigger = str(getattr(event, "message_id", "") or "")
+        key = self._trigger_keys.get(trigger) if trigger else None
+        if key is None:
+            return
+        try:
+            self._frontier.turn_finished(key, trigger, ok)
+        except Exception:
+            logger.debug("Chatto: frontier turn hook failed", exc_info=True)
+
     async def on_processing_complete(self, event: Any, outcome: Any) -> None:
         """Forget the turn; add ``done_reaction`` on success (off when empty). A turn
         replaced by an edit hands over to its replacement here (see :meth:`_on_edit`)."""
@@ -1235,6 +1258,7 @@ class ChattoAdapter(BasePlatformAdapter):
         if key is not None and self._replacing.get(key, (None,))[0] is event:
             await self._finish_replacement(key, event)
             return
+        self._frontier_turn(event, outcome == ProcessingOutcome.SUCCESS)
         if outcome == ProcessingOutcome.SUCCESS:
             await self._react(event, getattr(self._settings, "done_reaction", ""))
 

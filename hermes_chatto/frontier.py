@@ -119,7 +119,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
 
-from .wire.errors import ChattoInvalidArgument
+from .wire.errors import ChattoInvalidArgument, ChattoNotFound
 from .wire.types import ChattoMessage, ChattoUser, TimelinePage
 
 logger = logging.getLogger(__name__)
@@ -539,16 +539,19 @@ class _State:
 
     __slots__ = ("session_key", "session_id", "room_id", "root_id", "cursor", "held", "fresh",
                  "covered", "pending", "unseen", "unseen_overflow", "recent", "ahead", "pos", "pos_anchor",
-                 "committed_cursor", "committed_held", "staged", "own_log", "own_seq", "lock")
+                 "committed_cursor", "committed_held", "staged", "own_log", "own_seq", "owed",
+                 "owed_uncommitted", "done", "unrun", "stage_seq", "committed_seq", "lock")
 
     def __init__(self, session_key: str, session_id: str | None, room_id: str, root_id: str, *,
-                 cursor: str | None = None, held: Iterable[str] = (), fresh: bool = True):
+                 cursor: str | None = None, held: Iterable[str] = (), fresh: bool = True,
+                 owed: Iterable[str] = ()):
         self.session_key = session_key
         self.session_id = session_id
         self.room_id = room_id
         self.root_id = root_id
         self.cursor = cursor
-        self.held: dict[str, None] = dict.fromkeys(held)
+        owed = tuple(owed)
+        self.held: dict[str, None] = dict.fromkeys([*held, *owed])  # owed ids never come from a page
         self.fresh = fresh
         self.covered = False
         self.pending = False
@@ -564,18 +567,68 @@ class _State:
         #: what the stored row says: the frontier as of the last turn whose reply landed
         #: (plus every own id noted since) — never the state of a turn that has not run
         self.committed_cursor: str | None = cursor
-        self.committed_held: dict[str, None] = dict.fromkeys(held)
-        #: trigger id -> (cursor, held, own_seq) right after that turn's block was computed
-        self.staged: OrderedDict[str, tuple[str | None, tuple[str, ...], int]] = OrderedDict()
+        self.committed_held: dict[str, None] = dict.fromkeys([*held, *owed])
+        #: trigger id -> (cursor, held, own_seq, delivered ids, stage number) right after that turn's block
+        #: was computed (queue order = the order the host runs the turns)
+        self.staged: OrderedDict[str, tuple[str | None, tuple[str, ...], int, tuple[str, ...], int]] = OrderedDict()
+        #: stage number of the next staged turn / of the turn the row's frontier is from
+        self.stage_seq = 0
+        self.committed_seq = -1
         self.own_log: list[tuple[int, str]] = []
         self.own_seq = 0
+        #: ids the session holds on paper but the agent never saw (their turn was dropped
+        #: or failed): the next block delivers them, oldest first
+        self.owed: dict[str, None] = dict.fromkeys(owed)
+        #: owed ids no committed turn has delivered yet (what the stored row says is owed)
+        self.owed_uncommitted: dict[str, None] = dict.fromkeys(owed)
+        #: staged triggers whose turn finished successfully (not answered in the thread)
+        self.done: set[str] = set()
+        #: ids the committed state holds although their turn has not run yet (the host ran
+        #: a later trigger first): the row lists them as owed until that turn runs
+        self.unrun: dict[str, None] = {}
 
-    def stage(self, trigger_id: str) -> None:
-        """Remember the frontier as it stands after ``trigger_id``'s block (see :meth:`commit`)."""
-        self.staged[trigger_id] = (self.cursor, tuple(self.held), self.own_seq)
+    def stage(self, trigger_id: str, delivered: Sequence[str] = ()) -> None:
+        """Remember the frontier as it stands after ``trigger_id``'s block, and the ids that
+        block delivered (see :meth:`commit` and :meth:`drop`)."""
+        self.staged[trigger_id] = (self.cursor, tuple(self.held), self.own_seq, tuple(delivered), self.stage_seq)
+        self.stage_seq += 1
         self.staged.move_to_end(trigger_id)
         while len(self.staged) > STAGED_MAX:
             self.staged.popitem(last=False)
+
+    def drop(self, trigger_id: str) -> bool:
+        """The turn of ``trigger_id`` ended without an answer (cancelled or failed before
+        its reply landed, :meth:`ThreadFrontier.turn_finished`): its trigger and the messages
+        its block delivered become owed — the next block delivers them. False when the
+        trigger is not staged (it committed already, or is unknown)."""
+        entry = self.staged.pop(trigger_id, None)
+        self.done.discard(trigger_id)
+        if entry is None:
+            return False
+        for i in (trigger_id, *entry[3]):
+            self.owed[i] = None
+            self.owed_uncommitted[i] = None
+            self.unrun.pop(i, None)
+            self.hold(i)
+        return True
+
+    def finished(self, trigger_id: str) -> bool:
+        """The turn of ``trigger_id`` ran to its end successfully (with no reply in the
+        thread, or before its reply was noted). True when the row's owed list shrank."""
+        entry = self.staged.get(trigger_id)
+        if entry is None:
+            return False
+        self.done.add(trigger_id)
+        ids = (trigger_id, *entry[3])
+        shrank = any(i in self.unrun for i in ids)
+        for i in ids:
+            self.unrun.pop(i, None)
+        return shrank
+
+    def row_owed(self) -> tuple[str, ...]:
+        """What the stored row lists as owed: ids no committed turn delivered, plus ids the
+        committed state holds although their turn has not run."""
+        return tuple(dict.fromkeys([*self.owed_uncommitted, *self.unrun]))
 
     def note_own(self, event_id: str) -> None:
         """An id the session's own delivery posted: held now, and part of every row."""
@@ -588,21 +641,40 @@ class _State:
 
     def commit(self, trigger_id: str) -> bool:
         """The turn of ``trigger_id`` ran and its reply landed: the row may now say what
-        that turn's block delivered (and everything staged before it). False when the
-        trigger is not staged (nothing changes)."""
+        that turn's block delivered. Triggers staged before it whose turn has not run
+        (the host ran this one first) stay staged; the ids the committed state holds for
+        them are listed as owed in the row (:meth:`row_owed`) until they run (their own
+        commit then only takes them off that list: the row never moves back). False when
+        the trigger is not staged (nothing changes)."""
         snap = self.staged.get(trigger_id)
         if snap is None:
             return False
-        cursor, held, seq = snap
+        cursor, held, seq, _delivered, n = snap
+        if n < self.committed_seq:  # a later turn committed first: the row already holds this one
+            self._retire(trigger_id)
+            return True
+        self.committed_seq = n
         self.committed_cursor = cursor
         self.committed_held = dict.fromkeys([*held, *(i for n, i in self.own_log if n > seq)])
-        while True:
-            k, _ = self.staged.popitem(last=False)
+        for k in list(self.staged):
             if k == trigger_id:
                 break
+            if k in self.done:
+                self._retire(k)
+            else:
+                self.unrun.update(dict.fromkeys((k, *self.staged[k][3])))
+        self._retire(trigger_id)
         floor = min((v[2] for v in self.staged.values()), default=self.own_seq)
         self.own_log = [(n, i) for n, i in self.own_log if n > floor]
         return True
+
+    def _retire(self, trigger_id: str) -> None:
+        """Forget a staged turn that ran: what it delivered is no longer owed on paper."""
+        entry = self.staged.pop(trigger_id)
+        self.done.discard(trigger_id)
+        for i in (trigger_id, *entry[3]):
+            self.owed_uncommitted.pop(i, None)
+            self.unrun.pop(i, None)
 
     def hold(self, event_id: str) -> None:
         if not event_id:
@@ -658,8 +730,12 @@ class ThreadFrontier:
     included), :meth:`block_for_turn` (before dispatching a thread turn),
     :meth:`note_sent` (after every chunk posted into a thread), :meth:`begin_send` /
     :meth:`end_send` (around every delivery into a thread), optionally
-    :meth:`realtime_gap` (after a projection reset / lost realtime coverage) and
-    :meth:`aclose`. ``send_settle_timeout``: seconds a read waits for the session's own
+    :meth:`realtime_gap` (after a projection reset / lost realtime coverage),
+    :meth:`turn_finished` (the host finished a thread turn)
+    and :meth:`aclose`. ``fetch_around(room_id, root_id, event_id, limit=int)`` has the
+    signature of ``ChattoClient.get_thread_events_around``
+    (``ThreadService/GetThreadEventsAround``); it fetches owed messages (see
+    :meth:`turn_finished`) — without it they cannot be delivered and are logged. ``send_settle_timeout``: seconds a read waits for the session's own
     in-flight delivery (see the module docstring). ``counters`` (ints): ``thread_reads``,
     ``reads_seed``, ``reads_anchored``, ``reads_reread``, ``read_errors``, ``quiet_turns``,
     ``turns``, ``blocks_delivered``, ``block_messages``, ``block_bytes``, ``store_writes``,
@@ -670,9 +746,11 @@ class ThreadFrontier:
     def __init__(self, store: Any, fetch_page: Callable[..., Awaitable[TimelinePage]], bot_user_id: str,
                  *, window: int = 20, max_bytes: int = 8_000, max_page: int = MAX_PAGE,
                  compact_at: int = HELD_COMPACT_AT, max_sessions: int = 10_000,
-                 send_settle_timeout: float = SEND_SETTLE_TIMEOUT_S):
+                 send_settle_timeout: float = SEND_SETTLE_TIMEOUT_S,
+                 fetch_around: Callable[..., Awaitable[tuple[TimelinePage, int]]] | None = None):
         self._store = store
         self._fetch = fetch_page
+        self._fetch_around = fetch_around
         self.bot_user_id = bot_user_id
         self.window = max(1, int(window))
         self.max_bytes = max(MIN_MAX_BYTES, int(max_bytes))
@@ -693,7 +771,8 @@ class ThreadFrontier:
         self.counters: dict[str, int] = dict.fromkeys(
             ("thread_reads", "reads_seed", "reads_anchored", "reads_reread", "read_errors", "quiet_turns",
              "turns", "blocks_delivered", "block_messages", "block_bytes", "store_writes", "store_loads",
-             "store_errors", "reseeds", "cursor_resets", "send_waits", "send_wait_timeouts"), 0)
+             "store_errors", "reseeds", "cursor_resets", "send_waits", "send_wait_timeouts", "turns_unanswered",
+             "owed_delivered", "owed_reads"), 0)
 
     # ------------------------------------------------------------------ hooks
 
@@ -785,6 +864,47 @@ class ThreadFrontier:
         """How many deliveries of ``session_key`` into the thread are in flight."""
         return len(self._sending.get((room_id, thread_root_event_id, session_key), ()))
 
+    def turn_finished(self, session_key: str, trigger_id: str, ok: bool) -> None:
+        """The host finished the turn of ``trigger_id`` (``on_processing_complete``).
+
+        ``ok`` False (cancelled, failed, reply not delivered) and no reply of that turn
+        landed (:meth:`note_sent` with ``turn_trigger``): the agent never answered it, so
+        the trigger and the messages its block delivered are **owed** — the session
+        still holds them on paper (no read re-delivers them) and the next block of the
+        session delivers them (fetched by id, ``fetch_around``), oldest first. The stored
+        row lists owed ids, so a restart still delivers them. A delivery of the session
+        into the thread still in flight (a reply outlives its cancelled turn) is waited for
+        first (≤ ``send_settle_timeout`` s): when a chunk of it lands for this trigger, the
+        turn was answered after all. ``ok`` True: the turn ran, though maybe without a
+        reply in the thread (the row stops listing it as owed). Never raises; at most a
+        row write is scheduled."""
+        st = self._states.get(session_key)
+        if st is None or trigger_id not in st.staged:
+            return
+        if ok:
+            if st.finished(trigger_id):
+                self._schedule_write(st)
+            return
+        waiting = list(self._sending.get((st.room_id, st.root_id, session_key), ()))
+        if waiting:
+            self._spawn(self._drop_after_sends(st, trigger_id, waiting))
+        else:
+            self._drop(st, trigger_id)
+
+    def _drop(self, st: _State, trigger_id: str) -> None:
+        if st.drop(trigger_id):
+            self.counters["turns_unanswered"] += 1
+            logger.info("Chatto frontier: turn %s ended without an answer; its message goes into the next block",
+                        trigger_id)
+
+    async def _drop_after_sends(self, st: _State, trigger_id: str, waiting: list[asyncio.Event]) -> None:
+        try:
+            await asyncio.wait_for(asyncio.gather(*(e.wait() for e in waiting)), self.send_settle_timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            pass
+        if self._states.get(st.session_key) is st:
+            self._drop(st, trigger_id)
+
     def realtime_gap(self, room_id: str | None = None) -> None:
         """Realtime may have missed thread replies (projection reset, reconnect without a
         resume cursor, room dropped from / re-added to the retained set): the next turn of
@@ -817,6 +937,8 @@ class ThreadFrontier:
                              retained=retained, covered=covered, dirty=st.dirty_before(trigger.event_id),
                              pending=st.pending, window=self.effective_window, max_page=self.max_page,
                              compact_at=self.compact_at, reach=st.reach(trigger.event_id))
+            st.owed.pop(trigger.event_id, None)  # a dropped trigger sent again is its own text
+            owed = await self._owed_messages(st) if st.owed else ([], {})
             if not plan.read:
                 if plan.reason == "quiet":
                     self.counters["quiet_turns"] += 1
@@ -824,10 +946,11 @@ class ThreadFrontier:
                     st.covered = retained
                 st.fresh = False
                 st.unseen = {i for i in st.unseen if i not in st.held}
-                st.stage(trigger.event_id)
-                return None
-            text = await self._read_and_render(st, plan, trigger, retained)
-            st.stage(trigger.event_id)
+                text, delivered = self._render(st, owed, (), {}, trigger, more_pending=False)
+                st.stage(trigger.event_id, delivered)
+                return text
+            text, delivered = await self._read_and_render(st, plan, trigger, retained, owed)
+            st.stage(trigger.event_id, delivered)
             return text
 
     async def flush(self) -> None:
@@ -922,7 +1045,7 @@ class ThreadFrontier:
         if (row is not None and (row.room_id, row.root_id) == (room, root)
                 and (row.session_id is None or row.session_id == session_id)):
             st = _State(session_key, session_id or row.session_id, room, root, cursor=row.cursor,
-                        held=row.held, fresh=False)
+                        held=row.held, fresh=False, owed=row.owed)
         else:
             if row is not None:
                 self.counters["reseeds"] += 1
@@ -930,8 +1053,70 @@ class ThreadFrontier:
         self._register(st)
         return st
 
+    async def _owed_messages(self, st: _State) -> tuple[list[ChattoMessage], dict[str, ChattoUser]]:
+        """The owed messages of ``st`` (oldest first, at most the window) and their authors:
+        one ``fetch_around`` per id. A message that is gone (not found, deleted) is no
+        longer owed; on any other error the rest stays owed for a later turn."""
+        if self._fetch_around is None:
+            logger.warning("Chatto frontier: %d owed message(s) of thread %s cannot be fetched (no fetch_around)",
+                           len(st.owed), st.root_id)
+            return [], {}
+        msgs: list[ChattoMessage] = []
+        users: dict[str, ChattoUser] = {}
+        for event_id in list(st.owed)[: self.effective_window]:
+            self.counters["owed_reads"] += 1
+            try:
+                page, _ = await self._fetch_around(st.room_id, st.root_id, event_id, limit=1)
+            except Exception as exc:
+                if isinstance(exc, ChattoNotFound):
+                    st.owed.pop(event_id, None)
+                    st.owed_uncommitted.pop(event_id, None)
+                    continue
+                logger.warning("Chatto frontier: fetching owed message %s failed (%s); kept for a later turn",
+                               event_id, exc)
+                break
+            m = next((m for m in page.messages if m.event_id == event_id), None)
+            if m is None or m.is_deleted:
+                st.owed.pop(event_id, None)
+                st.owed_uncommitted.pop(event_id, None)
+                continue
+            msgs.append(m)
+            users.update(page.users or {})
+        msgs.sort(key=lambda m: m.created_at or 0.0)
+        return msgs, users
+
+    def _render(self, st: _State, owed: tuple[list[ChattoMessage], dict[str, ChattoUser]],
+                page_msgs: Sequence[ChattoMessage], page_users: Mapping[str, ChattoUser] | None,
+                trigger: ChattoMessage, *, more_pending: bool,
+                older_omitted: int = 0) -> tuple[str | None, list[str]]:
+        """Render owed + page messages (time order) and take the owed ones that made it
+        into the block off ``st.owed``. Returns ``(block or None, delivered ids)``; when
+        not everything fits, trailing messages are left out (an owed one stays owed; the
+        caller re-plans the page part)."""
+        extra, extra_users = owed
+        msgs = sorted([*extra, *page_msgs], key=lambda m: m.created_at or 0.0)
+        if not msgs:
+            return None, []
+        users = {**extra_users, **(page_users or {})}
+        pending = more_pending or len(st.owed) > len(extra)
+        text, n = render_block_fit(msgs, bot_user_id=self.bot_user_id, users=users, more_pending=pending,
+                                   max_bytes=self.max_bytes, older_omitted=older_omitted,
+                                   ref_time=trigger.created_at)
+        shown = msgs[:n] if text else []
+        if text:
+            self.counters["blocks_delivered"] += 1
+            self.counters["block_messages"] += len(shown)
+            self.counters["block_bytes"] += len(text.encode("utf-8"))
+        extra_ids = {m.event_id for m in extra}
+        for m in shown:
+            if m.event_id in extra_ids:
+                st.owed.pop(m.event_id, None)
+                self.counters["owed_delivered"] += 1
+        return (text or None), [m.event_id for m in shown]
+
     async def _read_and_render(self, st: _State, plan: ReadPlan, trigger: ChattoMessage,
-                               retained: bool) -> str | None:
+                               retained: bool, owed: tuple[list[ChattoMessage], dict[str, ChattoUser]] = ([], {}),
+                               ) -> tuple[str | None, list[str]]:
         snap_held = tuple(st.held)
         snap_unseen = set(st.unseen)
         cursor = st.cursor
@@ -939,7 +1124,7 @@ class ThreadFrontier:
             page = await self._call_fetch(st, plan)
         except ChattoInvalidArgument as exc:
             if plan.after is None:
-                return self._read_failed(st, exc)
+                return self._read_failed(st, exc), []
             # the cursor died (server secret rotation, spec §2.8): re-seed from the newest window
             self.counters["cursor_resets"] += 1
             logger.warning("Chatto frontier: thread cursor rejected (%s); re-seeding %s", exc, st.root_id)
@@ -949,31 +1134,35 @@ class ThreadFrontier:
             try:
                 page = await self._call_fetch(st, plan)
             except Exception as exc2:
-                return self._read_failed(st, exc2)
+                return self._read_failed(st, exc2), []
         except Exception as exc:
-            return self._read_failed(st, exc)
+            return self._read_failed(st, exc), []
         # filter with what the session holds *now*: a reply noted while the page was in
         # flight may be on it
         held_now = tuple(st.held)
         if self._unheld_own(page, held_now) and await self._settle_own_sends(st):
             held_now = tuple(st.held)
-        window = self.effective_window
+        window = max(0, self.effective_window - len(owed[0]))
         d = plan_delivery(page, cursor=cursor, held=held_now, trigger_id=trigger.event_id, root_id=st.root_id,
                           window=window, limit=plan.limit, trigger_created_at=trigger.created_at)
-        text = None
-        if d.messages:
-            text, n = render_block_fit(d.messages, bot_user_id=self.bot_user_id, users=page.users,
-                                       more_pending=d.more_pending, max_bytes=self.max_bytes,
-                                       older_omitted=d.older_omitted, ref_time=trigger.created_at)
-            if n < len(d.messages):
+        # what fits the byte bound (owed messages included, time order); a page message
+        # that does not fit is not delivered: re-plan the page part with the smaller window
+        msgs = sorted([*owed[0], *d.messages], key=lambda m: m.created_at or 0.0)
+        cut = False
+        if msgs:
+            _t, n = render_block_fit(msgs, bot_user_id=self.bot_user_id, users={**owed[1], **page.users},
+                                     more_pending=True, max_bytes=self.max_bytes,
+                                     older_omitted=d.older_omitted, ref_time=trigger.created_at)
+            if n < len(msgs):
+                cut = True
+                fit = {m.event_id for m in msgs[:n]}
+                owed = ([m for m in owed[0] if m.event_id in fit], owed[1])
                 d = plan_delivery(page, cursor=cursor, held=held_now, trigger_id=trigger.event_id,
-                                  root_id=st.root_id, window=max(n, 0), limit=plan.limit,
-                                  trigger_created_at=trigger.created_at)
-                text, n = render_block_fit(d.messages, bot_user_id=self.bot_user_id, users=page.users,
-                                           more_pending=True, max_bytes=self.max_bytes,
-                                           older_omitted=d.older_omitted, ref_time=trigger.created_at)
-            if not text:
-                text = None
+                                  root_id=st.root_id, window=sum(1 for m in d.messages if m.event_id in fit),
+                                  limit=plan.limit, trigger_created_at=trigger.created_at)
+        text, delivered = self._render(st, owed, d.messages, page.users, trigger,
+                                       more_pending=d.more_pending or cut,
+                                       older_omitted=d.older_omitted)
         # ids noted while the page was in flight and not on it (posted after the read) stay held
         snap_set = set(snap_held)
         added = [i for i in held_now if i not in snap_set and i not in d.page_ids]
@@ -995,11 +1184,7 @@ class ThreadFrontier:
         st.pos, st.pos_anchor = self._positions(page, plan, d, st.root_id)
         if d.complete:
             st.unseen_overflow = False
-        if text is not None:
-            self.counters["blocks_delivered"] += 1
-            self.counters["block_messages"] += len(d.messages)
-            self.counters["block_bytes"] += len(text.encode("utf-8"))
-        return text
+        return text, delivered
 
     @staticmethod
     def _positions(page: TimelinePage, plan: ReadPlan, d: Delivery, root_id: str) -> tuple[dict[str, int], str | None]:
@@ -1058,7 +1243,7 @@ class ThreadFrontier:
 
         return FrontierRow(session_key=st.session_key, session_id=st.session_id, room_id=st.room_id,
                            root_id=st.root_id, cursor=st.committed_cursor, held=tuple(st.committed_held),
-                           updated_at=time.time())
+                           owed=st.row_owed(), updated_at=time.time())
 
     def _schedule_write(self, st: _State) -> None:
         if self._store is None:
@@ -1117,7 +1302,8 @@ class ThreadFrontier:
             row = await self._load(session_key)
             if row is None or (row.room_id, row.root_id) != (room, root):
                 return
-            st = _State(session_key, row.session_id, room, root, cursor=row.cursor, held=row.held, fresh=False)
+            st = _State(session_key, row.session_id, room, root, cursor=row.cursor, held=row.held, fresh=False,
+                        owed=row.owed)
             for i in ids:
                 st.note_own(i)
             self._register(st)

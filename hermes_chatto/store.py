@@ -65,7 +65,8 @@ CREATE TABLE IF NOT EXISTS frontier (
     root_id     TEXT NOT NULL,
     cursor      TEXT,
     held        TEXT NOT NULL DEFAULT '[]',
-    updated_at  REAL NOT NULL
+    updated_at  REAL NOT NULL,
+    owed        TEXT NOT NULL DEFAULT '[]'
 );
 CREATE TABLE IF NOT EXISTS realtime_cursor (
     bot_user_id TEXT PRIMARY KEY,
@@ -100,6 +101,9 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA cache_size=-256")  # KiB: small rows, tiny working set; keeps RSS flat
     conn.executescript(_SCHEMA)
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(frontier)")}
+    if "owed" not in cols:  # a state file written before the column existed
+        conn.execute("ALTER TABLE frontier ADD COLUMN owed TEXT NOT NULL DEFAULT '[]'")
     return conn
 
 
@@ -121,6 +125,16 @@ class FrontierRow:
     cursor: str | None = None
     held: tuple[str, ...] = field(default_factory=tuple)
     updated_at: float = 0.0
+    owed: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _ids(text: str | None) -> tuple[str, ...]:
+    """A JSON id list column; ``()`` when it is not valid JSON (a row then only
+    re-delivers, never skips)."""
+    try:
+        return tuple(str(x) for x in json.loads(text or "[]"))
+    except (ValueError, TypeError):
+        return ()
 
 
 class FrontierStore:
@@ -141,36 +155,33 @@ class FrontierStore:
             self.prune(time.time() - float(max_age))
 
     def load(self, session_key: str) -> FrontierRow | None:
-        """The row for ``session_key`` or ``None``. A row whose ``held`` column is not valid
-        JSON loads with an empty ``held`` (the next read then only re-delivers, never skips)."""
+        """The row for ``session_key`` or ``None``. A row whose ``held`` / ``owed`` column is
+        not valid JSON loads with that column empty."""
         with self._lock:
             cur = self._conn.execute(
-                "SELECT session_key, session_id, room_id, root_id, cursor, held, updated_at "
+                "SELECT session_key, session_id, room_id, root_id, cursor, held, updated_at, owed "
                 "FROM frontier WHERE session_key = ?",
                 (session_key,),
             )
             r = cur.fetchone()
         if r is None:
             return None
-        try:
-            held = tuple(str(x) for x in json.loads(r[5] or "[]"))
-        except (ValueError, TypeError):
-            held = ()
         return FrontierRow(session_key=r[0], session_id=r[1], room_id=r[2], root_id=r[3],
-                           cursor=r[4] or None, held=held, updated_at=float(r[6] or 0.0))
+                           cursor=r[4] or None, held=_ids(r[5]), updated_at=float(r[6] or 0.0), owed=_ids(r[7]))
 
     def save(self, row: FrontierRow) -> None:
         """Insert or replace the row of ``row.session_key`` (``updated_at`` = now if 0)."""
         updated = row.updated_at or time.time()
         with self._lock:
             self._conn.execute(
-                "INSERT INTO frontier (session_key, session_id, room_id, root_id, cursor, held, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "INSERT INTO frontier (session_key, session_id, room_id, root_id, cursor, held, updated_at, owed) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(session_key) DO UPDATE SET session_id=excluded.session_id, "
                 "room_id=excluded.room_id, root_id=excluded.root_id, cursor=excluded.cursor, "
-                "held=excluded.held, updated_at=excluded.updated_at",
+                "held=excluded.held, updated_at=excluded.updated_at, owed=excluded.owed",
                 (row.session_key, row.session_id, row.room_id, row.root_id, row.cursor or None,
-                 json.dumps(list(row.held), separators=(",", ":")), updated),
+                 json.dumps(list(row.held), separators=(",", ":")), updated,
+                 json.dumps(list(row.owed), separators=(",", ":"))),
             )
 
     def delete(self, session_key: str) -> None:

@@ -978,11 +978,6 @@ async def test_projection_reset_and_25h_old_cursor_mid_stream(gw_factory, chatto
     assert_exactly_once(gw.agent, world.tokens)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "KNOWN BUG (open, issue 8 case 3): in about 1 of 5 runs 1-2 thread replies whose turns were "
-    "queued or cut off when the gateway was killed reach the agent neither as a turn nor as a "
-    "block line after the restart (seen in CI: 2 lost of 288, 0 duplicated). Root cause not yet "
-    "found; kept running so a fix shows up as XPASS."))
 async def test_gateway_restart_during_burst_every_accepted_message_once(gw_factory, chatto_world):
     """Case 3: the gateway is killed (in-flight turns cancelled, transport torn down, no
     graceful flush) during a burst and a new runner + adapter is started on the same Hermes
@@ -990,7 +985,15 @@ async def test_gateway_restart_during_burst_every_accepted_message_once(gw_facto
     including roots mentioning the bot posted while the gateway was down - reaches the
     agent exactly once, as its own completed turn or as a line of the next turn's block in
     its thread. A turn cut off by the kill (its answer never landed) does not count: its
-    message must come again."""
+    message must come again.
+
+    The lost messages this test used to catch (1-2 of 288 in about 1 of 5 runs): a turn
+    cancelled by the kill before its reply landed while a later turn of the same session
+    still ran and replied (``cancel_background_tasks`` does not stop ingress), or the host
+    running a follow-up ahead of an older queued one — the later turn's frontier, stored
+    in the row, held the older trigger. Fixed by ``ThreadFrontier.turn_finished`` (owed
+    messages) and the row's ``owed`` list (``tests/test_adapter_unanswered.py``,
+    ``tests/test_frontier.py``)."""
     srv = chatto_world
     world = World(srv)
     counter = iter(range(1_000_000))

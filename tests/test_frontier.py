@@ -30,7 +30,7 @@ from hermes_chatto.frontier import (
     session_id_for,
 )
 from hermes_chatto.store import FrontierRow, FrontierStore, SeenStore, state_path
-from hermes_chatto.wire.errors import ChattoInvalidArgument
+from hermes_chatto.wire.errors import ChattoInvalidArgument, ChattoNotFound
 from hermes_chatto.wire.types import ChattoMessage, ChattoUser, TimelinePage
 
 ROOM = "Rgeneral0000001"
@@ -132,6 +132,18 @@ class FakeThread:
         return TimelinePage(messages=msgs, start_cursor=start_c, end_cursor=end_c, has_older=has_older,
                             has_newer=has_newer, users=dict(USERS))
 
+    async def get_thread_events_around(self, room_id: str, thread_root_event_id: str, event_id: str,
+                                       limit: int | None = None) -> tuple[TimelinePage, int]:
+        """``GetThreadEventsAround`` (§2.8): root at index 0, then the anchor (``limit`` 1)."""
+        root = thread_root_event_id
+        self.calls.append({"root": root, "around": event_id, "limit": limit})
+        if room_id != self.room_id or root not in self.roots:
+            raise ChattoInvalidArgument("not a thread root")
+        hit = [m for m in self.replies[root] if m.event_id == event_id]
+        if not hit:
+            raise ChattoNotFound("message not found")
+        return TimelinePage(messages=(self._root_view(root), hit[0]), users=dict(USERS)), 1
+
     def forget_cursors(self) -> None:
         """Server secret rotation: every cursor issued so far dies."""
         self._cursors.clear()
@@ -161,7 +173,7 @@ class Sim:
 
     def _new_frontier(self) -> ThreadFrontier:
         return ThreadFrontier(self.store, self.thread.get_thread_events, BOT, window=self.window,
-                              max_bytes=self.max_bytes)
+                              max_bytes=self.max_bytes, fetch_around=self.thread.get_thread_events_around)
 
     async def restart(self) -> None:
         """Process state lost, store kept (queued writes finish first, as on a clean stop)."""
@@ -1036,3 +1048,141 @@ async def test_row_never_stores_a_queued_turn_that_has_not_run(tmp_path):
     assert got == ["chatter between", "B"], got
     # and nothing comes twice afterwards
     assert await s.turn("D") is None
+
+
+# ---------------------------------------------------------------------------------
+# turns that never reach the agent, and turns the host runs out of order (issue 8 case 3)
+
+
+async def test_unanswered_turn_is_owed_to_the_next_block(tmp_path):
+    """A turn cancelled or failed before its reply landed (``turn_finished(ok=False)``):
+    the agent never answered it, so its trigger and the messages its block delivered come
+    in the next block of the session, exactly once, even though the session holds them on
+    paper (no read re-delivers them)."""
+    s = Sim(tmp_path)
+    s.root_post(ALICE, "r")
+    await s.turn("q0")
+    s.thread.reply(s.root, CAROL, "missed while away")  # realtime gap: X's block
+    s.f.realtime_gap(ROOM)
+    x = s.post(ALICE, "X")
+    assert bodies(await s.f.block_for_turn(s.key, "S1", x, True)) == ["missed while away"]
+    s.f.turn_finished(s.key, x.event_id, ok=False)  # cancelled before its reply landed
+    assert s.f.counters["turns_unanswered"] == 1
+    got = bodies(await s.turn("Y"))
+    assert got == ["missed while away", "X"], got
+    assert await s.turn("Z") is None
+    # and a restart does not bring them back
+    await s.restart()
+    assert bodies(await s.turn("W")) == []
+
+
+async def test_unanswered_turn_survives_a_restart_through_the_row(tmp_path):
+    """X fails, Y's block was computed before that (its snapshot holds X) and Y's reply
+    lands: the row says X is held, so it must also say X is owed — the first turn after a
+    restart delivers X (fetched by id), and nothing else comes twice."""
+    s = Sim(tmp_path)
+    s.root_post(ALICE, "r")
+    await s.turn("q0")
+    x = s.post(ALICE, "X")
+    y = s.post(ALICE, "Y")
+    assert await s.f.block_for_turn(s.key, "S1", x, True) is None
+    assert await s.f.block_for_turn(s.key, "S1", y, True) is None
+    s.f.turn_finished(s.key, x.event_id, ok=False)
+    ry = s.thread.reply(s.root, BOT, "answer to Y")
+    s.f.note_sent(ROOM, s.root, [ry.event_id], s.key, turn_trigger=y.event_id)
+    await s.restart()
+    assert bodies(await s.turn("Z")) == ["X"]
+    assert await s.turn("W") is None
+
+
+async def test_later_turn_run_first_keeps_the_queued_one_in_the_row(tmp_path):
+    """The host runs Y before the queued X (a follow-up that jumped the busy queue) and
+    Y's reply lands; the process dies before X runs. The committed frontier (Y's) holds X,
+    so the row lists X as owed: after the restart X comes in the first block. When X does
+    run in time, the row stops listing it and nothing comes twice."""
+    for x_runs in (False, True):
+        s = Sim(tmp_path / str(x_runs))
+        s.root_post(ALICE, "r")
+        await s.turn("q0")
+        x = s.post(ALICE, "X")
+        y = s.post(ALICE, "Y")
+        await s.f.block_for_turn(s.key, "S1", x, True)
+        await s.f.block_for_turn(s.key, "S1", y, True)
+        ry = s.thread.reply(s.root, BOT, "answer to Y")
+        s.f.note_sent(ROOM, s.root, [ry.event_id], s.key, turn_trigger=y.event_id)
+        assert x.event_id in s.f._states[s.key].row_owed()
+        if x_runs:
+            rx = s.thread.reply(s.root, BOT, "answer to X")
+            s.f.note_sent(ROOM, s.root, [rx.event_id], s.key, turn_trigger=x.event_id)
+            assert s.f._states[s.key].row_owed() == ()
+        await s.restart()
+        got = bodies(await s.turn("Z"))
+        assert got == ([] if x_runs else ["X"]), (x_runs, got)
+        assert await s.turn("W") is None
+
+
+async def test_silent_turn_that_ran_leaves_the_owed_list(tmp_path):
+    """X ran to its end without posting (``turn_finished(ok=True)``) after Y's reply had
+    made the row list X as owed: the row is rewritten without X."""
+    s = Sim(tmp_path)
+    s.root_post(ALICE, "r")
+    await s.turn("q0")
+    x, y = s.post(ALICE, "X"), s.post(ALICE, "Y")
+    await s.f.block_for_turn(s.key, "S1", x, True)
+    await s.f.block_for_turn(s.key, "S1", y, True)
+    ry = s.thread.reply(s.root, BOT, "answer to Y")
+    s.f.note_sent(ROOM, s.root, [ry.event_id], s.key, turn_trigger=y.event_id)
+    s.f.turn_finished(s.key, x.event_id, ok=True)
+    await s.f.flush()
+    assert s.store.load(s.key).owed == ()
+    await s.restart()
+    assert await s.turn("Z") is None
+
+
+async def test_cancelled_turn_whose_reply_still_lands_is_not_owed(tmp_path):
+    """A reply outlives its cancelled turn: the delivery was in flight when the host
+    reported the turn cancelled, and its chunk landed afterwards. The turn was answered,
+    so nothing is owed."""
+    s = Sim(tmp_path)
+    s.root_post(ALICE, "r")
+    await s.turn("q0")
+    x = s.post(ALICE, "X")
+    await s.f.block_for_turn(s.key, "S1", x, True)
+    token = s.f.begin_send(ROOM, s.root, s.key)
+    s.f.turn_finished(s.key, x.event_id, ok=False)  # cancelled while its reply is in flight
+    rx = s.thread.reply(s.root, BOT, "answer to X")
+    s.f.note_sent(ROOM, s.root, [rx.event_id], s.key, turn_trigger=x.event_id)
+    s.f.end_send(token)
+    await s.f.flush()
+    assert s.f.counters["turns_unanswered"] == 0
+    assert await s.turn("Y") is None
+
+
+async def test_owed_message_deleted_meanwhile_is_dropped(tmp_path):
+    """An owed message deleted before the next turn is not delivered (and not retried)."""
+    s = Sim(tmp_path)
+    s.root_post(ALICE, "r")
+    await s.turn("q0")
+    x = s.post(ALICE, "X")
+    await s.f.block_for_turn(s.key, "S1", x, True)
+    s.f.turn_finished(s.key, x.event_id, ok=False)
+    s.thread.replies[s.root] = [m for m in s.thread.replies[s.root] if m.event_id != x.event_id]
+    assert bodies(await s.turn("Y")) == []
+    assert s.f._states[s.key].owed == {}
+
+
+def test_frontier_store_adds_the_owed_column_to_an_old_file(tmp_path):
+    """A state file written before ``owed`` existed opens; its rows load with no owed ids."""
+    path = tmp_path / "chatto" / "state.sqlite3"
+    path.parent.mkdir(parents=True)
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE frontier (session_key TEXT PRIMARY KEY, session_id TEXT, room_id TEXT NOT NULL, "
+                "root_id TEXT NOT NULL, cursor TEXT, held TEXT NOT NULL DEFAULT '[]', updated_at REAL NOT NULL)")
+    con.execute("INSERT INTO frontier VALUES ('k', 'S1', 'R', 'T', 'tl:x', '[\"E1\"]', 1e12)")
+    con.commit()
+    con.close()
+    store = FrontierStore(path)
+    row = store.load("k")
+    assert row is not None and row.held == ("E1",) and row.owed == ()
+    store.save(FrontierRow("k", "S1", "R", "T", "tl:y", ("E2",), owed=("E3",)))
+    assert store.load("k").owed == ("E3",)

@@ -1,0 +1,52 @@
+"""A thread turn that ends without an answer (issue 8 case 3's root cause) — LocalChatto
+over real loopback sockets ↔ ChattoAdapter ↔ real ``GatewayRunner`` (only the model call
+is stubbed).
+
+The frontier counts a turn's trigger as held from the moment its block is computed at
+ingress. When the host then cancels that turn before its reply lands (``/stop``'s
+``cancel_session_processing``, a shutdown's ``cancel_background_tasks``) or the reply
+cannot be delivered, the agent never answered the message: ``on_processing_complete``
+reports it and the next turn of the session must carry it in its
+``[Earlier in this thread]`` block, once. (Before the fix it was held and never came
+again; after a gateway kill the stored row also claimed it.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from conftest import idle, wait_for
+
+pytestmark = pytest.mark.timeout(120)
+
+HEAD = "[Earlier in this thread]"
+
+
+async def test_cancelled_turn_reaches_the_next_block_once(gateway, chatto_world):
+    gw = await gateway(reply="ack")
+    ids, w = gw.ids, gw.world
+    room, alice = ids["general"], ids["alice"]
+    root = w.post(alice, room, "@helper_bot new topic").event_id
+    await idle(gw, turns=1)
+
+    gw.agent.gate = asyncio.Event()  # the next turn stays in flight
+    x = w.reply(alice, room, root, "question that gets cut off")
+    await wait_for(lambda: len(gw.agent.calls) >= 2, what="the turn of X running")
+    key = gw.adapter._trigger_keys[x.event_id]
+    await gw.adapter.cancel_session_processing(key)  # what /stop does to the running turn
+    gw.agent.gate.set()
+    await idle(gw)
+    assert gw.adapter._frontier.counters["turns_unanswered"] == 1
+    assert not any(m.body == "ack" for m in w.thread_messages(room, root)[2:]), "X was answered after all"
+
+    w.reply(alice, room, root, "next question")
+    await idle(gw, turns=3)
+    msg = gw.agent.calls[2].message
+    assert HEAD in msg and msg.count("question that gets cut off") == 1, msg
+    assert msg.endswith("next question"), msg
+
+    w.reply(alice, room, root, "and another")
+    await idle(gw, turns=4)
+    assert HEAD not in gw.agent.calls[3].message, gw.agent.calls[3].message
