@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from typing import Any
 
 
@@ -76,13 +77,26 @@ def entry_kwargs(**kw: Any) -> dict[str, Any]:
     return {k: v for k, v in kw.items() if k in fields}
 
 
+_EVENT_FIELDS: tuple[Any, frozenset[str]] | None = None
+
+
 def make_event(**kw: Any):
     """Build a ``MessageEvent`` by keywords, dropping fields this host lacks
-    (``allow_gateway_control``, ``user_id`` … are newer-only)."""
-    from gateway.platforms.base import MessageEvent
+    (``allow_gateway_control``, ``user_id`` … are newer-only).
 
-    names = {f.name for f in dataclasses.fields(MessageEvent)}
-    return MessageEvent(**{k: v for k, v in kw.items() if k in names})
+    The host's field names are read once per ``MessageEvent`` class (cached; a different
+    class object, e.g. after a reload, is looked up again)."""
+    global _EVENT_FIELDS
+    mod = sys.modules.get("gateway.platforms.base")
+    cls = getattr(mod, "MessageEvent", None) if mod is not None else None
+    if cls is None:
+        from gateway.platforms.base import MessageEvent as cls
+    cached = _EVENT_FIELDS
+    if cached is None or cached[0] is not cls:
+        cached = _EVENT_FIELDS = (cls, frozenset(f.name for f in dataclasses.fields(cls)))
+    for k in kw.keys() - cached[1]:  # kw is this call's own dict: safe to trim in place
+        del kw[k]
+    return cls(**kw)
 
 
 def session_key(adapter: Any, source: Any) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable, Container, Iterable, Protocol
 
 from .wire.types import ROOM_KIND_DM, ChattoMessage
@@ -78,10 +79,13 @@ class SeenSet:
     def add(self, event_id: str) -> None:
         if not event_id:
             return
-        self._d[event_id] = None
-        self._d.move_to_end(event_id)
-        while len(self._d) > self.capacity:
-            self._d.popitem(last=False)
+        d = self._d
+        if event_id in d:
+            d.move_to_end(event_id)
+        else:
+            d[event_id] = None
+        while len(d) > self.capacity:
+            d.popitem(last=False)
 
 
 # ---------------------------------------------------------------------------------
@@ -178,15 +182,28 @@ def _strip_code_spans(text: str) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=64)
+def _mention_re(login: str) -> re.Pattern[str]:
+    """The compiled ``@<login>`` pattern (one per bot login; compiled once).
+
+    Same matches as ``(?<![\\w.@/-])@<login>(?![\\w-])``: the "no word char, ``.``, ``@``,
+    ``/`` or ``-`` before the ``@``" test is written as a lookbehind *after* the literal
+    ``@`` so that the regex engine can skip straight to each ``@`` instead of testing the
+    lookbehind at every position of the body."""
+    return re.compile(r"@(?<![\w.@/-]@)" + re.escape(login) + r"(?![\w-])", re.IGNORECASE)
+
+
 def mentions(body: str | None, login: str) -> bool:
     """True when ``@<login>`` appears in ``body`` outside code spans, code blocks and
     blockquotes. Case-insensitive; the mention must not be part of a longer login or an
     e-mail address (``a@login`` / ``@login2`` do not count)."""
-    if not body or not login:
+    if not body or not login or "@" not in body:  # no "@": no mention (the pattern needs one)
         return False
-    text = strip_code_and_quotes(body)
-    pat = re.compile(r"(?<![\w.@/-])@" + re.escape(login) + r"(?![\w-])", re.IGNORECASE)
-    return bool(pat.search(text))
+    if "`" in body or "~" in body or ">" in body:
+        body = strip_code_and_quotes(body)
+    # else: without backticks, tildes or ">" there is no fence, code span or blockquote,
+    # and strip_code_and_quotes would return the body unchanged.
+    return _mention_re(login).search(body) is not None
 
 
 # ---------------------------------------------------------------------------------
@@ -271,6 +288,10 @@ def route(msg: ChattoMessage, ctx: IngressContext) -> tuple[str, str, str | None
     return "group", msg.room_id, None, False
 
 
+def _drop(reason: str, msg: ChattoMessage) -> IngressDecision:
+    return IngressDecision(False, reason, chat_id=msg.room_id, message_id=msg.event_id)
+
+
 def decide(
     msg: ChattoMessage,
     ctx: IngressContext,
@@ -286,18 +307,19 @@ def decide(
     reset or a restart (with a persistent seen-store) is dropped as ``duplicate``.
     """
     if is_own(msg, ctx.bot_user_id, ctx.recently_created):
-        return IngressDecision(False, "own_message", chat_id=msg.room_id, message_id=msg.event_id)
+        return _drop("own_message", msg)
     if seen is not None:
-        if msg.event_id in seen:
-            return IngressDecision(False, "duplicate", chat_id=msg.room_id, message_id=msg.event_id)
+        eid = msg.event_id
+        if eid in seen:
+            return _drop("duplicate", msg)
         if mark_seen:
-            seen.add(msg.event_id)
+            seen.add(eid)
     why = skip_reason(msg, projection_id)
     if why is not None:
-        return IngressDecision(False, why, chat_id=msg.room_id, message_id=msg.event_id)
+        return _drop(why, msg)
     reason = gate(msg, ctx)
     if reason is None:
-        return IngressDecision(False, "not_addressed", chat_id=msg.room_id, message_id=msg.event_id)
+        return _drop("not_addressed", msg)
     chat_type, chat_id, thread_id, starts = route(msg, ctx)
     author = msg.author
     return IngressDecision(

@@ -147,16 +147,21 @@ def decode_server_frame(data: bytes | bytearray | memoryview) -> pb.RealtimeServ
     whose ``frame`` oneof is a tag this subset does not know decodes fine with
     ``WhichOneof("frame") is None``; the caller skips it.
     """
-    if isinstance(data, str):
-        raise FrameDecodeError("text frame received; realtime frames are binary protobuf")
-    f = pb.RealtimeServerFrame()
+    buf = data
+    if type(buf) is not bytes:
+        if isinstance(buf, str):
+            raise FrameDecodeError("text frame received; realtime frames are binary protobuf")
+        if not isinstance(buf, bytes):
+            buf = bytes(buf)
     try:
-        f.ParseFromString(data if isinstance(data, bytes) else bytes(data))
+        return _parse_server_frame(buf)
     except DecodeError as exc:
         raise FrameDecodeError(f"undecodable realtime frame ({len(data)} bytes): {exc}") from None
     except Exception as exc:  # pragma: no cover - defensive: runtime-specific failures
         raise FrameDecodeError(f"undecodable realtime frame ({len(data)} bytes): {type(exc).__name__}") from None
-    return f
+
+
+_parse_server_frame = pb.RealtimeServerFrame.FromString
 
 
 # ----------------------------------------------------------------------------- classifier
@@ -172,10 +177,14 @@ if tuple(f.name for f in dataclasses.fields(ChattoMessage)) != _MSG_FIELDS or tu
         f.name for f in dataclasses.fields(ChattoUser)) != ("id", "login", "display_name", "is_bot", "deleted"):
     raise ImportError("hermes_chatto.wire.types changed ChattoMessage/ChattoUser fields; update frames._msg/_user")
 
-
+_CACHE_LIMIT = 4096
 _USER_CACHE: dict[tuple, ChattoUser] = {}
-_USER_CACHE_LIMIT = 4096
-_PARTIAL_ROOM_CACHE: dict[tuple[str, bytes], ChattoRoom] = {}
+_USER_CACHE_LIMIT = _CACHE_LIMIT
+_PARTIAL_ROOM_CACHE: dict[bytes, ChattoRoom] = {}
+#: serialized ``RoomTimelineIncludes`` → its ``{user_id: ChattoUser}`` (copied on every hit).
+_INCLUDES_CACHE: dict[bytes, dict[str, ChattoUser]] = {}
+#: ``Ignored("not_needed", <operation name>)`` per operation name (immutable, shared).
+_NOT_NEEDED: dict[str, Ignored] = {}
 
 
 def _user(u) -> ChattoUser:
@@ -191,11 +200,20 @@ def _user(u) -> ChattoUser:
 
 
 def _users(includes) -> dict[str, ChattoUser]:
-    """``RoomTimelineIncludes`` → ``{user_id: ChattoUser}`` (a fresh dict per call)."""
-    users = includes.users
-    if not len(users):
+    """``RoomTimelineIncludes`` → ``{user_id: ChattoUser}`` (a fresh dict per call).
+
+    Keyed by the serialized ``includes`` (one upb call instead of a map walk plus five
+    field reads per user): equal bytes parse to equal users, so a hit is exact; a miss
+    (e.g. another map order) only costs the walk."""
+    key = includes.SerializeToString()
+    if not key:
         return {}
-    return {k: _user(v) for k, v in users.items()}
+    hit = _INCLUDES_CACHE.get(key)
+    if hit is None:
+        if len(_INCLUDES_CACHE) >= _CACHE_LIMIT:
+            _INCLUDES_CACHE.clear()
+        hit = _INCLUDES_CACHE[key] = {k: _user(v) for k, v in includes.users.items()}
+    return hit.copy()
 
 
 def _ts(t) -> float | None:
@@ -207,16 +225,26 @@ def _ts(t) -> float | None:
 
 def _msg(m, users: Mapping[str, ChattoUser]) -> ChattoMessage:
     """``Message`` → :class:`ChattoMessage`; same result as ``types.message_from_pb`` but
-    with fewer protobuf accessor calls (this is the hot path of live ingest)."""
+    with fewer protobuf accessor calls (this is the hot path of live ingest).
+
+    ``created_at`` is read without ``HasField`` (an unset ``Timestamp`` reads 0/0, which
+    ``types.ts_seconds`` maps to ``None`` as well); ``body`` asks ``HasField`` only when
+    empty (``optional string``: absent → ``None``, present-but-empty → ``""``)."""
     hf = m.HasField
     has_thread = hf("thread")
     actor = m.actor_id
+    body = m.body
+    if not body and not hf("body"):
+        body = None
+    c = m.created_at
+    s, n = c.seconds, c.nanos
+    atts = m.attachments
     return ChattoMessage(
         m.id,
         m.room_id,
         actor,
-        m.body if hf("body") else None,
-        _ts(m.created_at) if hf("created_at") else None,
+        body,
+        s + n / 1e9 if s or n else None,
         _ts(m.updated_at) if hf("updated_at") else None,
         _ts(m.deleted_at) if hf("deleted_at") else None,
         m.thread_root_event_id,
@@ -226,7 +254,7 @@ def _msg(m, users: Mapping[str, ChattoUser]) -> ChattoMessage:
         m.channel_echo_event_id,
         m.thread.reply_count if has_thread else 0,
         has_thread,
-        tuple([a.filename for a in m.attachments]) if len(m.attachments) else (),
+        tuple([a.filename for a in atts]) if len(atts) else (),
         users.get(actor) if users else None,
     )
 
@@ -326,7 +354,8 @@ class Classifier:
 
     def classify_projection(self, pe: pb.RealtimeProjectionEvent) -> list[RealtimeEvent]:
         """Events for one ``RealtimeProjectionEvent`` (one per operation, then the cursor)."""
-        self.counters["projection_events"] += 1
+        counters = self.counters
+        counters["projection_events"] += 1
         pid = pe.id
         cursor = pe.resume_cursor or None
         out: list[RealtimeEvent] = []
@@ -338,10 +367,13 @@ class Classifier:
             if handler is not None:
                 out.append(handler(op, pe, pid, cursor, ctx))
             elif name is None:
-                self.counters["unknown_operations"] += 1
-                out.append(Ignored("unknown_operation", detail=pid))
+                counters["unknown_operations"] += 1
+                out.append(Ignored("unknown_operation", pid))
             else:
-                out.append(Ignored("not_needed", name))
+                ign = _NOT_NEEDED.get(name)
+                if ign is None:
+                    ign = _NOT_NEEDED[name] = Ignored("not_needed", name)
+                out.append(ign)
         if cursor:
             out.append(CursorAdvanced(cursor, pid))
         return out
@@ -355,14 +387,16 @@ class Classifier:
             return Ignored("non_message_row", detail=ev.id)
         m = ev.message_posted.message
         mid = m.id
-        if m.HasField("updated_at"):
+        hf = m.HasField
+        if hf("updated_at"):
             u = m.updated_at
             key = (u.seconds, u.nanos)
         else:
             key = None
+        known = self._known
         if up.HasField("reaction_change"):
             rc = up.reaction_change
-            if mid not in self._known:
+            if mid not in known:
                 self._remember(mid, key)
             return ReactionChanged(
                 room_id=up.room_id or m.room_id,
@@ -372,17 +406,17 @@ class Classifier:
                 added=rc.action == _REACTION_ADDED,
                 projection_id=pid,
             )
-        if m.HasField("deleted_at"):
+        if hf("deleted_at"):
             self._remember(mid, key)
             return MessageDeleted(message=_msg(m, _users(up.includes)), projection_id=pid,
                                   resume_cursor=cursor)
         if mid == pid:
             self._remember(mid, key)
             if m.echo_of_event_id:
-                return Ignored("echo_row", detail=mid)
+                return Ignored("echo_row", mid)
             users = _users(up.includes)
             msg = _msg(m, users)
-            root = m.thread_root_event_id
+            root = msg.thread_root_event_id
             if root:
                 roots = ctx.get("roots")
                 if roots is None:
@@ -390,9 +424,8 @@ class Classifier:
                 else:
                     roots.add(root)
             bot = self.bot_user_id
-            # positional: NewMessage(message, projection_id, resume_cursor, is_self, event_cursor, users)
             return NewMessage(msg, pid, cursor, bool(bot) and msg.author_id == bot, up.event_cursor, users)
-        prev = self._known.get(mid, _MISSING)
+        prev = known.get(mid, _MISSING)
         self._remember(mid, key)
         if prev is not _MISSING and prev != key:
             return MessageEdited(message=_msg(m, _users(up.includes)), projection_id=pid,
@@ -404,14 +437,14 @@ class Classifier:
 
     def _viewer_state(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
         rv = op.room_viewer_state_replace
-        vs = rv.viewer_state
-        key = (rv.room_id, vs.SerializeToString())
+        key = rv.SerializeToString()  # room id + viewer state: equal bytes, equal room
         room = _PARTIAL_ROOM_CACHE.get(key)
         if room is None:
-            if len(_PARTIAL_ROOM_CACHE) >= _USER_CACHE_LIMIT:
+            if len(_PARTIAL_ROOM_CACHE) >= _CACHE_LIMIT:
                 _PARTIAL_ROOM_CACHE.clear()
+            vs = rv.viewer_state
             room = _PARTIAL_ROOM_CACHE[key] = ChattoRoom(
-                id=key[0], is_member=vs.is_member,
+                id=rv.room_id, is_member=vs.is_member,
                 permissions={p.permission: p.granted for p in vs.permissions},
                 slow_mode_next_post_at=_ts(vs.slow_mode_next_post_at) if vs.HasField("slow_mode_next_post_at") else None,
             )
