@@ -279,8 +279,18 @@ class _NullFrontier:
     def end_send(self, token) -> None:
         return None
 
+    def turn_started(self, session_key, trigger_id, text) -> None:
+        return None
+
     def turn_finished(self, session_key, trigger_id, ok) -> None:
         return None
+
+
+def _is_command(event: Any) -> bool:
+    try:
+        return bool(event.get_command())
+    except Exception:
+        return False
 
 
 def _make_seen_store(capacity: int = 50_000):
@@ -365,6 +375,9 @@ class ChattoAdapter(BasePlatformAdapter):
         self._sweeper: asyncio.Task | None = None
         self._frontier: Any = _NullFrontier()
         self._processing: dict[str, Any] = {}  # guard key -> MessageEvent being processed
+        #: guard key -> the queued follow-up the runner took into the running turn
+        #: (``get_pending_message``: 0.19.0 ``_run_agent`` drains the slot itself)
+        self._drained: dict[str, Any] = {}
         # guard key -> (stale MessageEvent, replacement MessageEvent): an edited trigger
         # whose running turn is being stopped; see _on_edit / _finish_replacement
         self._replacing: dict[str, tuple[Any, Any]] = {}
@@ -1035,6 +1048,10 @@ class ChattoAdapter(BasePlatformAdapter):
         )
         self.stats["dispatched"] += 1
         await self._dispatch(event)
+        if d.thread_id and _is_command(event):
+            # the host answers a command itself (often inline, without processing hooks):
+            # it is not a message the session could owe
+            self._frontier_turn(event, True)
 
     async def _dispatch(self, event: Any) -> None:
         """``handle_message`` plus a guard against a host race (0.19.0): when the busy
@@ -1229,19 +1246,43 @@ class ChattoAdapter(BasePlatformAdapter):
             self._processing[self._guard_key(event.source)] = event
         except Exception:
             pass
+        self._frontier_turn(event, None)
         emoji = getattr(self._settings, "ack_reaction", "")
         await self._react(event, emoji)
 
-    def _frontier_turn(self, event: Any, ok: bool) -> None:
-        """Tell the frontier a thread turn finished (one that ended without success and
-        without a landed reply owes its message to the next block:
+    def get_pending_message(self, session_key: str) -> Any:
+        """The base behaviour (pop the session's queued follow-up), noting that the runner
+        now runs it inside the current turn: hermes-agent 0.19.0 ``_run_agent`` drains the
+        slot itself after a run, so that follow-up gets no ``on_processing_start``; the
+        turn before it has run, and the reply the host anchors to the outer trigger is the
+        follow-up's (:meth:`_send_owner`)."""
+        ev = super().get_pending_message(session_key)
+        if ev is not None:
+            try:
+                outer = self._processing.get(session_key)
+                if outer is not None:
+                    prev = self._drained.get(session_key) or outer
+                    self._drained[session_key] = ev
+                    self._frontier_turn(prev, True)
+                    self._frontier_turn(ev, None)
+            except Exception:
+                logger.debug("Chatto: follow-up bookkeeping failed", exc_info=True)
+        return ev
+
+    def _frontier_turn(self, event: Any, ok: bool | None) -> None:
+        """Tell the frontier a thread turn started (``ok`` None: ``turn_started``, which
+        notes follow-ups merged into its text) or finished (one that ended without success
+        and without a landed reply owes its message to the next block:
         ``ThreadFrontier.turn_finished``). Never raises."""
         trigger = str(getattr(event, "message_id", "") or "")
         key = self._trigger_keys.get(trigger) if trigger else None
         if key is None:
             return
         try:
-            self._frontier.turn_finished(key, trigger, ok)
+            if ok is None:
+                self._frontier.turn_started(key, trigger, str(getattr(event, "text", "") or ""))
+            else:
+                self._frontier.turn_finished(key, trigger, ok)
         except Exception:
             logger.debug("Chatto: frontier turn hook failed", exc_info=True)
 
@@ -1249,16 +1290,20 @@ class ChattoAdapter(BasePlatformAdapter):
         """Forget the turn; add ``done_reaction`` on success (off when empty). A turn
         replaced by an edit hands over to its replacement here (see :meth:`_on_edit`)."""
         key = None
+        drained = None
         try:
             key = self._guard_key(event.source)
             if self._processing.get(key) is event:
                 self._processing.pop(key, None)
+                drained = self._drained.pop(key, None)
         except Exception:
             pass
         if key is not None and self._replacing.get(key, (None,))[0] is event:
             await self._finish_replacement(key, event)
             return
         self._frontier_turn(event, outcome == ProcessingOutcome.SUCCESS)
+        if drained is not None:  # the follow-up ran inside this turn: same outcome
+            self._frontier_turn(drained, outcome == ProcessingOutcome.SUCCESS)
         if outcome == ProcessingOutcome.SUCCESS:
             await self._react(event, getattr(self._settings, "done_reaction", ""))
 
@@ -1424,7 +1469,9 @@ class ChattoAdapter(BasePlatformAdapter):
         * ``reply_to`` is a thread trigger: its session owns the post (the agent's reply,
           or a busy acknowledgement of a queued trigger). ``turn_trigger`` is set only when
           that trigger's turn is the one running — a busy ack answers a trigger whose turn
-          has not run, and storing that turn's state then would lose it on a restart.
+          has not run, and storing that turn's state then would lose it on a restart. When
+          the runner drained a queued follow-up into that turn (:meth:`get_pending_message`),
+          the reply anchored to the outer trigger is the follow-up's: ``turn_trigger`` is it.
         * no ``reply_to`` (the host's notices, e.g. "📬 No home channel is set…", posted
           into the thread during a turn): the session of the turn running in that thread,
           when exactly one session has a turn running there; otherwise nobody (a cron or
@@ -1434,8 +1481,13 @@ class ChattoAdapter(BasePlatformAdapter):
         if reply_to:
             key = self._trigger_keys.get(str(reply_to))
             if key is not None:
-                turn = str(reply_to) if any(getattr(ev, "message_id", None) == str(reply_to)
-                                            for ev in running) else None
+                turn = None
+                for ev in running:
+                    if getattr(ev, "message_id", None) == str(reply_to):
+                        # a follow-up drained into this turn answers under the outer anchor
+                        drained = self._drained.get(self._guard_key(ev.source))
+                        turn = str(getattr(drained, "message_id", "") or "") or str(reply_to)
+                        break
                 return key, turn
         if not root:
             return None, None

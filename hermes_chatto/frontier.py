@@ -568,9 +568,10 @@ class _State:
         #: (plus every own id noted since) — never the state of a turn that has not run
         self.committed_cursor: str | None = cursor
         self.committed_held: dict[str, None] = dict.fromkeys([*held, *owed])
-        #: trigger id -> (cursor, held, own_seq, delivered ids, stage number) right after that turn's block
+        #: trigger id -> (cursor, held, own_seq, delivered ids, stage number, trigger text)
+        #: right after that turn's block
         #: was computed (queue order = the order the host runs the turns)
-        self.staged: OrderedDict[str, tuple[str | None, tuple[str, ...], int, tuple[str, ...], int]] = OrderedDict()
+        self.staged: OrderedDict[str, tuple[str | None, tuple[str, ...], int, tuple[str, ...], int, str]] = OrderedDict()
         #: stage number of the next staged turn / of the turn the row's frontier is from
         self.stage_seq = 0
         self.committed_seq = -1
@@ -587,10 +588,12 @@ class _State:
         #: a later trigger first): the row lists them as owed until that turn runs
         self.unrun: dict[str, None] = {}
 
-    def stage(self, trigger_id: str, delivered: Sequence[str] = ()) -> None:
-        """Remember the frontier as it stands after ``trigger_id``'s block, and the ids that
-        block delivered (see :meth:`commit` and :meth:`drop`)."""
-        self.staged[trigger_id] = (self.cursor, tuple(self.held), self.own_seq, tuple(delivered), self.stage_seq)
+    def stage(self, trigger_id: str, delivered: Sequence[str] = (), text: str = "") -> None:
+        """Remember the frontier as it stands after ``trigger_id``'s block, the ids that
+        block delivered and the trigger's text (see :meth:`commit`, :meth:`drop`,
+        :meth:`absorbed`)."""
+        self.staged[trigger_id] = (self.cursor, tuple(self.held), self.own_seq, tuple(delivered), self.stage_seq,
+                                   text)
         self.stage_seq += 1
         self.staged.move_to_end(trigger_id)
         while len(self.staged) > STAGED_MAX:
@@ -625,6 +628,18 @@ class _State:
             self.unrun.pop(i, None)
         return shrank
 
+    def absorbed(self, trigger_id: str, text: str) -> list[str]:
+        """Other staged triggers whose turn has not finished and whose text makes up whole
+        lines of ``text`` (the host appended queued follow-ups to this turn's message,
+        one per line): they run with it. Each is marked finished; returns their ids."""
+        lines = "\n" + text + "\n"
+        out = []
+        for k, entry in list(self.staged.items()):
+            if k != trigger_id and k not in self.done and entry[5] and "\n" + entry[5] + "\n" in lines:
+                self.finished(k)
+                out.append(k)
+        return out
+
     def row_owed(self) -> tuple[str, ...]:
         """What the stored row lists as owed: ids no committed turn delivered, plus ids the
         committed state holds although their turn has not run."""
@@ -649,7 +664,7 @@ class _State:
         snap = self.staged.get(trigger_id)
         if snap is None:
             return False
-        cursor, held, seq, _delivered, n = snap
+        cursor, held, seq, _delivered, n, _text = snap
         if n < self.committed_seq:  # a later turn committed first: the row already holds this one
             self._retire(trigger_id)
             return True
@@ -731,7 +746,7 @@ class ThreadFrontier:
     :meth:`note_sent` (after every chunk posted into a thread), :meth:`begin_send` /
     :meth:`end_send` (around every delivery into a thread), optionally
     :meth:`realtime_gap` (after a projection reset / lost realtime coverage),
-    :meth:`turn_finished` (the host finished a thread turn)
+    :meth:`turn_started` / :meth:`turn_finished` (the host started / finished a thread turn)
     and :meth:`aclose`. ``fetch_around(room_id, root_id, event_id, limit=int)`` has the
     signature of ``ChattoClient.get_thread_events_around``
     (``ThreadService/GetThreadEventsAround``); it fetches owed messages (see
@@ -864,6 +879,16 @@ class ThreadFrontier:
         """How many deliveries of ``session_key`` into the thread are in flight."""
         return len(self._sending.get((room_id, thread_root_event_id, session_key), ()))
 
+    def turn_started(self, session_key: str, trigger_id: str, text: str) -> None:
+        """The host started (or drained into a running turn) the turn of ``trigger_id``
+        with message ``text``. Queued follow-ups the host merged into that text (0.19.0
+        appends rapid text follow-ups to the queued event) run with it: they count as
+        finished, so a later commit does not list them as not yet run. No I/O, never
+        raises."""
+        st = self._states.get(session_key)
+        if st is not None and trigger_id in st.staged and text:
+            st.absorbed(trigger_id, text)
+
     def turn_finished(self, session_key: str, trigger_id: str, ok: bool) -> None:
         """The host finished the turn of ``trigger_id`` (``on_processing_complete``).
 
@@ -947,10 +972,10 @@ class ThreadFrontier:
                 st.fresh = False
                 st.unseen = {i for i in st.unseen if i not in st.held}
                 text, delivered = self._render(st, owed, (), {}, trigger, more_pending=False)
-                st.stage(trigger.event_id, delivered)
+                st.stage(trigger.event_id, delivered, trigger.body or "")
                 return text
             text, delivered = await self._read_and_render(st, plan, trigger, retained, owed)
-            st.stage(trigger.event_id, delivered)
+            st.stage(trigger.event_id, delivered, trigger.body or "")
             return text
 
     async def flush(self) -> None:

@@ -1186,3 +1186,24 @@ def test_frontier_store_adds_the_owed_column_to_an_old_file(tmp_path):
     assert row is not None and row.held == ("E1",) and row.owed == ()
     store.save(FrontierRow("k", "S1", "R", "T", "tl:y", ("E2",), owed=("E3",)))
     assert store.load("k").owed == ("E3",)
+
+
+async def test_follow_up_merged_into_a_turn_counts_as_run(tmp_path):
+    """The host appended the queued Y to X's message (one turn, X's id): ``turn_started``
+    with the merged text marks Y as run, so Z's commit does not list Y as owed and a
+    restart brings nothing back."""
+    s = Sim(tmp_path)
+    s.root_post(ALICE, "r")
+    await s.turn("q0")
+    x, y, z = s.post(ALICE, "X asks"), s.post(ALICE, "Y adds"), s.post(ALICE, "Z asks")
+    for t in (x, y, z):
+        await s.f.block_for_turn(s.key, "S1", t, True)
+    s.f.turn_started(s.key, x.event_id, "X asks\nY adds")
+    rx = s.thread.reply(s.root, BOT, "answer to X and Y")
+    s.f.note_sent(ROOM, s.root, [rx.event_id], s.key, turn_trigger=x.event_id)
+    s.f.turn_started(s.key, z.event_id, "Z asks")
+    rz = s.thread.reply(s.root, BOT, "answer to Z")
+    s.f.note_sent(ROOM, s.root, [rz.event_id], s.key, turn_trigger=z.event_id)
+    assert s.f._states[s.key].row_owed() == ()
+    await s.restart()
+    assert await s.turn("W") is None
