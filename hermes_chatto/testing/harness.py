@@ -212,6 +212,15 @@ class Turn:
         return "".join(m.body or "" for m in self.replies)
 
 
+def _merge_config(base: dict, extra: dict) -> None:
+    """Merge ``extra`` into ``base`` in place: dicts key by key, anything else replaced."""
+    for k, v in extra.items():
+        if isinstance(v, dict) and isinstance(base.get(k), dict):
+            _merge_config(base[k], v)
+        else:
+            base[k] = v
+
+
 def _kill_if_alive(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         with contextlib.suppress(Exception):
@@ -289,13 +298,17 @@ class Harness:
     at a time). ``allow_all_users``: authorise via ``CHATTO_ALLOW_ALL_USERS`` instead of
     the ``CHATTO_ALLOWED_USERS`` allowlist (alice, bob). ``nethook``: log non-loopback
     connects of the gateway subprocess. ``turn_timeout``: seconds per wait.
+    ``extra_platform_config`` goes into ``platforms.chatto.extra``; ``extra_config`` is
+    merged into the top level of ``config.yaml`` (dicts merged key by key, e.g.
+    ``{"display": {"busy_input_mode": "queue"}}``).
 
     Use as ``async with Harness() as h:`` or ``await h.start()`` / ``await h.stop()``."""
 
     def __init__(self, *, mode: str = "subprocess", allow_all_users: bool = False,
                  nethook: bool = True, turn_timeout: float = 60.0,
                  run_dir: str | os.PathLike | None = None, keep: bool = False,
-                 extra_platform_config: dict | None = None) -> None:
+                 extra_platform_config: dict | None = None,
+                 extra_config: dict | None = None) -> None:
         if mode not in ("subprocess", "inprocess"):
             raise ValueError("mode must be 'subprocess' or 'inprocess'")
         self.mode = mode
@@ -304,6 +317,7 @@ class Harness:
         self.turn_timeout = turn_timeout
         self.keep = keep
         self.extra_platform_config = dict(extra_platform_config or {})
+        self.extra_config = dict(extra_config or {})
         self.run_dir = Path(run_dir) if run_dir else Path(tempfile.mkdtemp(prefix="hermes-chatto-e2e-"))
         self.home = self.run_dir / "hermes-home"
         self.nethook_log = self.run_dir / "nethook.jsonl"
@@ -426,6 +440,7 @@ class Harness:
                 "extra": {"url": self.chatto.base_url, **self.extra_platform_config},
             }},
         }
+        _merge_config(cfg, self.extra_config)
         (self.home / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
         env = {"CHATTO_BOT_KEY": self._bot_key, "CHATTO_URL": self.chatto.base_url}
         if self.allow_all_users:

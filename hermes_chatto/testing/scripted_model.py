@@ -15,7 +15,8 @@ Served paths
 Replies
     * Streaming calls (every main agent-loop call) first consume the script queue
       (:meth:`ScriptedModel.push`): a ``str`` or a ``dict`` with ``content``,
-      ``tool_calls`` (``[{"name", "arguments"}]``) and ``delay`` (seconds).
+      ``tool_calls`` (``[{"name", "arguments"}]``) and ``delay`` (seconds); a dict
+      without ``content`` and ``tool_calls`` gets the echo reply below (a slow echo).
     * Otherwise the reply is deterministic and echoes the context it received::
 
           REPLY#<n>: saw <k> earlier-thread lines (<own> marked as mine); last user text: "<tail>"
@@ -254,7 +255,9 @@ class ScriptedModel:
     def push(self, *replies: str | dict) -> None:
         """Queue replies for the next streaming calls (FIFO). A dict may carry
         ``content`` (str), ``tool_calls`` (list of ``{"name", "arguments": dict}``) and
-        ``delay`` (seconds before answering)."""
+        ``delay`` (seconds before answering); a dict with neither ``content`` nor
+        ``tool_calls`` (e.g. ``{"delay": 3}``) answers with the deterministic echo reply
+        (:meth:`default_reply`)."""
         with self._lock:
             self.script.extend(replies)
 
@@ -320,7 +323,11 @@ class ScriptedModel:
             n = self._n
             if body.get("stream") and self.script:
                 r = self.script.pop(0)
-                return n, (r if isinstance(r, dict) else {"content": r}), True
+                r = dict(r) if isinstance(r, dict) else {"content": r}
+                if "content" not in r and not r.get("tool_calls"):
+                    # e.g. {"delay": 3}: a slow answer with the deterministic echo text
+                    r["content"] = self.default_reply(n, body)
+                return n, r, True
         if not body.get("stream"):
             return n, {"content": "Scripted Session Title"}, False
         return n, {"content": self.default_reply(n, body)}, False
