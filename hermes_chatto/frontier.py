@@ -78,6 +78,12 @@ row can only re-deliver, never skip. Consequences:
 * restart after a turn that posted nothing (including a thread's first turn): that
   turn's state was never written; the next block re-delivers at most that one turn's
   block (never loses own output);
+* a turn that ends without an answer (:meth:`ThreadFrontier.turn_finished` with ``ok``
+  False: cancelled, failed, reply not delivered) makes its trigger and its block's
+  messages *owed*: still held (no page re-delivers them), delivered by the session's next
+  block (fetched by id with ``fetch_around``). A commit keeps older triggers whose turn
+  has not run (the host ran a later one first) staged; the row lists them and the owed
+  ids in its ``owed`` column until they run, so a restart delivers them;
 * a row is bound to the Hermes session id it was written under; a different session id
   (``/new``, idle/daily reset) ignores it and seeds afresh. The id may be ``None`` on a
   thread's first turn (the runner creates the session after ingress): the row is then
@@ -597,7 +603,8 @@ class _State:
         self.stage_seq += 1
         self.staged.move_to_end(trigger_id)
         while len(self.staged) > STAGED_MAX:
-            self.staged.popitem(last=False)
+            k, _ = self.staged.popitem(last=False)
+            self.done.discard(k)
 
     def drop(self, trigger_id: str) -> bool:
         """The turn of ``trigger_id`` ended without an answer (cancelled or failed before
