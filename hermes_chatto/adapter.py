@@ -282,6 +282,9 @@ class _NullFrontier:
     def turn_started(self, session_key, trigger_id, text) -> None:
         return None
 
+    def turn_handled(self, session_key, trigger_id) -> None:
+        return None
+
     def turn_finished(self, session_key, trigger_id, ok) -> None:
         return None
 
@@ -378,6 +381,10 @@ class ChattoAdapter(BasePlatformAdapter):
         #: guard key -> the queued follow-up the runner took into the running turn
         #: (``get_pending_message``: 0.19.0 ``_run_agent`` drains the slot itself)
         self._drained: dict[str, Any] = {}
+        #: guard keys whose next ``get_pending_message`` (in the same loop step) is the
+        #: host discarding the queue after ``interrupt_session_activity`` (see there)
+        self._discarding: dict[str, bool] = {}
+        self._own_interrupt = False
         # guard key -> (stale MessageEvent, replacement MessageEvent): an edited trigger
         # whose running turn is being stopped; see _on_edit / _finish_replacement
         self._replacing: dict[str, tuple[Any, Any]] = {}
@@ -1049,9 +1056,12 @@ class ChattoAdapter(BasePlatformAdapter):
         self.stats["dispatched"] += 1
         await self._dispatch(event)
         if d.thread_id and _is_command(event):
-            # the host answers a command itself (often inline, without processing hooks):
-            # it is not a message the session could owe
-            self._frontier_turn(event, True)
+            # the host answers a command itself (often inline, without processing hooks) and
+            # never shows its block to the agent: the command counts as run, its block is owed
+            try:
+                self._frontier.turn_handled(self._trigger_keys.get(msg.event_id, ""), msg.event_id)
+            except Exception:
+                logger.debug("Chatto: frontier command hook failed", exc_info=True)
 
     async def _dispatch(self, event: Any) -> None:
         """``handle_message`` plus a guard against a host race (0.19.0): when the busy
@@ -1175,7 +1185,11 @@ class ChattoAdapter(BasePlatformAdapter):
         self._replacing[d.guard_key] = (old, new_event)
         self.stats["edits_replaced"] += 1
         meta = {"thread_id": old.source.thread_id} if old.source.thread_id else None
-        await self.interrupt_session_activity(d.guard_key, old.source.chat_id, meta)
+        self._own_interrupt = True
+        try:
+            await self.interrupt_session_activity(d.guard_key, old.source.chat_id, meta)
+        finally:
+            self._own_interrupt = False
         # the turn may have ended between decide_edit and here (its completion hook then
         # found nothing to replace): run the replacement now
         if d.guard_key not in self._active_sessions and self._replacing.get(d.guard_key, (None,))[0] is old:
@@ -1250,6 +1264,20 @@ class ChattoAdapter(BasePlatformAdapter):
         emoji = getattr(self._settings, "ack_reaction", "")
         await self._react(event, emoji)
 
+    async def interrupt_session_activity(self, session_key: str, chat_id: str, metadata=None) -> None:
+        """The base behaviour. When the host calls it (0.19.0 ``_interrupt_and_clear_session``:
+        ``/stop``, ``/new``), its very next step is ``get_pending_message`` to *discard*
+        the queued follow-up, in the same loop step: that call is marked so the follow-up
+        is owed to the next block instead of taken for a drained turn (the mark is cleared
+        on the next loop iteration)."""
+        await super().interrupt_session_activity(session_key, chat_id, metadata)
+        if session_key and not self._own_interrupt:
+            self._discarding[session_key] = True
+            try:
+                asyncio.get_running_loop().call_soon(self._discarding.pop, session_key, None)
+            except RuntimeError:
+                self._discarding.pop(session_key, None)
+
     def get_pending_message(self, session_key: str) -> Any:
         """The base behaviour (pop the session's queued follow-up), noting that the runner
         now runs it inside the current turn: hermes-agent 0.19.0 ``_run_agent`` drains the
@@ -1257,6 +1285,12 @@ class ChattoAdapter(BasePlatformAdapter):
         turn before it has run, and the reply the host anchors to the outer trigger is the
         follow-up's (:meth:`_send_owner`)."""
         ev = super().get_pending_message(session_key)
+        if self._discarding.pop(session_key, False):
+            # ``_interrupt_and_clear_session`` (/stop, /new): "consume and discard" right
+            # after ``interrupt_session_activity`` — the follow-up never runs
+            if ev is not None:
+                self._frontier_turn(ev, False)
+            return ev
         if ev is not None:
             try:
                 outer = self._processing.get(session_key)

@@ -635,15 +635,43 @@ class _State:
             self.unrun.pop(i, None)
         return shrank
 
+    def handled(self, trigger_id: str) -> bool:
+        """The host dealt with ``trigger_id`` without showing its block to the agent (a
+        command it answers itself; a follow-up whose text it appended to another turn's
+        message, dropping its ``channel_context``): the trigger counts as run, the
+        messages its block delivered become owed. False when it is not staged."""
+        entry = self.staged.get(trigger_id)
+        if entry is None:
+            return False
+        for i in entry[3]:
+            self.owed[i] = None
+            self.owed_uncommitted[i] = None
+            self.hold(i)
+        self.staged[trigger_id] = (*entry[:3], (), *entry[4:])
+        self.finished(trigger_id)
+        return True
+
     def absorbed(self, trigger_id: str, text: str) -> list[str]:
-        """Other staged triggers whose turn has not finished and whose text makes up whole
-        lines of ``text`` (the host appended queued follow-ups to this turn's message,
-        one per line): they run with it. Each is marked finished; returns their ids."""
+        """Staged triggers queued after ``trigger_id``, not finished, whose text makes up
+        whole lines of ``text`` after ``trigger_id``'s own text (0.19.0 appends queued
+        text follow-ups to the queued event, one per line): they run with it
+        (:meth:`handled`). Returns their ids. A message equal to the turn's own text is
+        not mistaken for a merged one."""
+        own = self.staged.get(trigger_id)
+        if own is None:
+            return []
+        own_text = own[5]
+        if own_text and text.startswith(own_text):
+            text = text[len(own_text):]
         lines = "\n" + text + "\n"
         out = []
+        after = False
         for k, entry in list(self.staged.items()):
-            if k != trigger_id and k not in self.done and entry[5] and "\n" + entry[5] + "\n" in lines:
-                self.finished(k)
+            if k == trigger_id:
+                after = True
+                continue
+            if after and k not in self.done and entry[5] and "\n" + entry[5] + "\n" in lines:
+                self.handled(k)
                 out.append(k)
         return out
 
@@ -762,7 +790,7 @@ class ThreadFrontier:
     ``reads_seed``, ``reads_anchored``, ``reads_reread``, ``read_errors``, ``quiet_turns``,
     ``turns``, ``blocks_delivered``, ``block_messages``, ``block_bytes``, ``store_writes``,
     ``store_loads``, ``store_errors``, ``reseeds``, ``cursor_resets``, ``send_waits``,
-    ``send_wait_timeouts``.
+    ``send_wait_timeouts``, ``turns_unanswered``, ``owed_reads``, ``owed_delivered``.
     """
 
     def __init__(self, store: Any, fetch_page: Callable[..., Awaitable[TimelinePage]], bot_user_id: str,
@@ -890,11 +918,19 @@ class ThreadFrontier:
         """The host started (or drained into a running turn) the turn of ``trigger_id``
         with message ``text``. Queued follow-ups the host merged into that text (0.19.0
         appends rapid text follow-ups to the queued event) run with it: they count as
-        finished, so a later commit does not list them as not yet run. No I/O, never
-        raises."""
+        finished, so a later commit does not list them as not yet run, and what their
+        blocks carried (dropped by the merge) is owed. No I/O, never raises."""
         st = self._states.get(session_key)
         if st is not None and trigger_id in st.staged and text:
             st.absorbed(trigger_id, text)
+
+    def turn_handled(self, session_key: str, trigger_id: str) -> None:
+        """The host dealt with ``trigger_id`` itself (a command): it counts as run, and
+        the messages its block carried are owed to the next block
+        (:meth:`_State.handled`). No I/O, never raises."""
+        st = self._states.get(session_key)
+        if st is not None:
+            st.handled(trigger_id)
 
     def turn_finished(self, session_key: str, trigger_id: str, ok: bool) -> None:
         """The host finished the turn of ``trigger_id`` (``on_processing_complete``).
@@ -1087,26 +1123,28 @@ class ThreadFrontier:
 
     async def _owed_messages(self, st: _State) -> tuple[list[ChattoMessage], dict[str, ChattoUser]]:
         """The owed messages of ``st`` (oldest first, at most the window) and their authors:
-        one ``fetch_around`` per id. A message that is gone (not found, deleted) is no
-        longer owed; on any other error the rest stays owed for a later turn."""
+        one ``fetch_around`` per id, concurrently. A message that is gone (not found,
+        deleted) is no longer owed; one that fails otherwise stays owed for a later turn."""
         if self._fetch_around is None:
             logger.warning("Chatto frontier: %d owed message(s) of thread %s cannot be fetched (no fetch_around)",
                            len(st.owed), st.root_id)
             return [], {}
+        ids = list(st.owed)[: self.effective_window]
+        self.counters["owed_reads"] += len(ids)
+        results = await asyncio.gather(*(self._fetch_around(st.room_id, st.root_id, i, limit=1) for i in ids),
+                                       return_exceptions=True)
         msgs: list[ChattoMessage] = []
         users: dict[str, ChattoUser] = {}
-        for event_id in list(st.owed)[: self.effective_window]:
-            self.counters["owed_reads"] += 1
-            try:
-                page, _ = await self._fetch_around(st.room_id, st.root_id, event_id, limit=1)
-            except Exception as exc:
-                if isinstance(exc, ChattoNotFound):
+        for event_id, res in zip(ids, results):
+            if isinstance(res, BaseException):
+                if isinstance(res, ChattoNotFound):
                     st.owed.pop(event_id, None)
                     st.owed_uncommitted.pop(event_id, None)
-                    continue
-                logger.warning("Chatto frontier: fetching owed message %s failed (%s); kept for a later turn",
-                               event_id, exc)
-                break
+                else:
+                    logger.warning("Chatto frontier: fetching owed message %s failed (%s); kept for a later turn",
+                                   event_id, res)
+                continue
+            page, _ = res
             m = next((m for m in page.messages if m.event_id == event_id), None)
             if m is None or m.is_deleted:
                 st.owed.pop(event_id, None)
@@ -1199,7 +1237,7 @@ class ThreadFrontier:
         snap_set = set(snap_held)
         added = [i for i in held_now if i not in snap_set and i not in d.page_ids]
         st.cursor = d.cursor
-        st.held = dict.fromkeys(_dedup([*d.held, *added]))
+        st.held = dict.fromkeys(_dedup([*d.held, *added, *st.owed]))  # owed never come from a page
         st.fresh = False
         st.covered = retained
         st.pending = d.more_pending

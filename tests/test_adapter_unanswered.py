@@ -50,3 +50,33 @@ async def test_cancelled_turn_reaches_the_next_block_once(gateway, chatto_world)
     w.reply(alice, room, root, "and another")
     await idle(gw, turns=4)
     assert HEAD not in gw.agent.calls[3].message, gw.agent.calls[3].message
+
+
+async def test_follow_up_discarded_by_the_host_is_owed(gateway, chatto_world):
+    """``/stop``-style clearing (0.19.0 ``_interrupt_and_clear_session``: interrupt, then
+    ``get_pending_message`` to *discard* the queued follow-up) is not taken for the
+    runner draining that follow-up into the running turn: the discarded message comes in
+    the next block (review finding 3)."""
+    gw = await gateway(reply="ack")
+    ids, w = gw.ids, gw.world
+    room, alice = ids["general"], ids["alice"]
+    root = w.post(alice, room, "@helper_bot new topic").event_id
+    await idle(gw, turns=1)
+    gw.agent.gate = asyncio.Event()
+    x = w.reply(alice, room, root, "X question")
+    await wait_for(lambda: len(gw.agent.calls) >= 2, what="X running")
+    key = gw.adapter._trigger_keys[x.event_id]
+    y = w.reply(alice, room, root, "Y follow-up that gets discarded")
+    await wait_for(lambda: key in gw.adapter._pending_messages, what="Y queued")
+    src = gw.adapter._processing[key].source
+    await gw.runner._interrupt_and_clear_session(key, src, interrupt_reason="Stop requested",
+                                                 invalidation_reason="stop", release_running_state=False)
+    await gw.adapter._frontier.flush()  # a busy acknowledgement may still be in flight
+    assert key not in gw.adapter._pending_messages and y.event_id in gw.adapter._frontier._states[key].owed
+    gw.agent.gate.set()
+    await idle(gw)
+    w.reply(alice, room, root, "Z question")
+    await wait_for(lambda: any("Z question" in c.message for c in gw.agent.calls), what="Z's turn")
+    await idle(gw)
+    z_call = [c for c in gw.agent.calls if "Z question" in c.message][0].message
+    assert HEAD in z_call and z_call.count("Y follow-up that gets discarded") == 1, z_call

@@ -139,6 +139,9 @@ class FakeThread:
         self.calls.append({"root": root, "around": event_id, "limit": limit})
         if room_id != self.room_id or root not in self.roots:
             raise ChattoInvalidArgument("not a thread root")
+        if event_id == root:  # anchor = root: the root, then the first ``limit`` replies
+            return TimelinePage(messages=(self._root_view(root), *self.replies[root][: (limit or 1)]),
+                                users=dict(USERS)), 0
         hit = [m for m in self.replies[root] if m.event_id == event_id]
         if not hit:
             raise ChattoNotFound("message not found")
@@ -1207,3 +1210,84 @@ async def test_follow_up_merged_into_a_turn_counts_as_run(tmp_path):
     assert s.f._states[s.key].row_owed() == ()
     await s.restart()
     assert await s.turn("W") is None
+
+
+
+async def _stage(s: Sim, m: ChattoMessage) -> str | None:
+    return await s.f.block_for_turn(s.key, "S1", m, True)
+
+
+def _answer(s: Sim, trigger: ChattoMessage) -> None:
+    r = s.thread.reply(s.root, BOT, f"answer to {trigger.body}")
+    s._observe(r)
+    s.f.note_sent(ROOM, s.root, [r.event_id], s.key, turn_trigger=trigger.event_id)
+
+
+async def test_merged_follow_up_block_is_owed(tmp_path):
+    """The host appends the queued W to Y's message and keeps only Y's block: what W's
+    block carried (a cron post) comes in the next block (review finding 1)."""
+    s = Sim(tmp_path)
+    s.root_post(ALICE, "r")
+    await s.turn("q0")
+    y = s.post(ALICE, "Y asks")
+    await _stage(s, y)
+    s.foreign_bot_post("cron: nightly report")
+    w = s.post(ALICE, "W adds")
+    assert bodies(await _stage(s, w)) == ["cron: nightly report"]
+    s.f.turn_started(s.key, y.event_id, "Y asks\nW adds")
+    _answer(s, y)
+    s.f.turn_finished(s.key, y.event_id, True)
+    assert bodies(await s.turn("V")) == ["cron: nightly report"]
+    assert await s.turn("U") is None
+
+
+async def test_command_block_is_owed(tmp_path):
+    """A command's block never reaches the agent (the host answers the command itself):
+    the command counts as run, its block's messages come next (review finding 2)."""
+    s = Sim(tmp_path)
+    s.root_post(ALICE, "r")
+    await s.turn("q0")
+    s.post(CAROL, "the deploy key expired")
+    cmd = s.post(ALICE, "/status")
+    assert bodies(await _stage(s, cmd)) == ["the deploy key expired"]
+    s.f.turn_handled(s.key, cmd.event_id)
+    assert bodies(await s.turn("what did carol say?")) == ["the deploy key expired"]
+    await s.restart()
+    assert await s.turn("and now?") is None
+
+
+async def test_follow_up_with_the_same_text_is_not_taken_for_merged(tmp_path):
+    """X and Y both say "ok": X's turn (text "ok") does not absorb Y; when Z runs before
+    the queued Y and the gateway dies, Y comes back (review finding 4)."""
+    s = Sim(tmp_path)
+    s.root_post(ALICE, "r")
+    await s.turn("q0")
+    x, y, z = s.post(ALICE, "ok"), s.post(ALICE, "ok"), s.post(ALICE, "Z asks")
+    for t in (x, y, z):
+        await _stage(s, t)
+    s.f.turn_started(s.key, x.event_id, "ok")
+    _answer(s, x)
+    s.f.turn_started(s.key, z.event_id, "Z asks")
+    _answer(s, z)
+    await s.restart()
+    assert bodies(await s.turn("W")) == ["ok"]
+
+
+async def test_owed_message_not_twice_in_one_block_after_a_reseed(tmp_path):
+    """Owed ids stay held after a page carries the cursor past them, so the block of a
+    re-seed after a rejected cursor does not carry one both as owed and from the page
+    (review finding 6; a re-seed may repeat the newest window, a documented limit)."""
+    s = Sim(tmp_path, window=5)
+    s.root_post(ALICE, "r")
+    await s.turn("q0")
+    xs = [s.post(ALICE, f"X{i}") for i in range(8)]
+    for x in xs:
+        await _stage(s, x)
+    for x in xs:
+        s.f.turn_finished(s.key, x.event_id, False)
+    s.f.realtime_gap(ROOM)
+    assert bodies(await s.turn("Y")) == ["X0", "X1", "X2", "X3", "X4"]
+    s.thread.forget_cursors()
+    s.f.realtime_gap(ROOM)
+    block = bodies(await s.turn("Z"))
+    assert len(block) == len(set(block)) and {"X5", "X6", "X7"} <= set(block), block
