@@ -27,16 +27,8 @@ pytestmark = [
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def h():
-    harness = Harness(mode="subprocess", turn_timeout=30.0)
-    try:
-        await harness.start()
-    except BaseException:
-        await harness.stop()
-        raise
-    try:
+    async with Harness(mode="subprocess", turn_timeout=30.0) as harness:
         yield harness
-    finally:
-        await harness.stop()
 
 
 def _run_step(title: str):

@@ -84,16 +84,8 @@ MODES = [None, "queue"]
 async def h(request):
     mode = request.param
     extra = {"display": {"busy_input_mode": mode}} if mode else {}
-    harness = Harness(mode="subprocess", turn_timeout=30.0, extra_config=extra)
-    try:
-        await harness.start()
-    except BaseException:
-        await harness.stop()
-        raise
-    try:
+    async with Harness(mode="subprocess", turn_timeout=30.0, extra_config=extra) as harness:
         yield harness
-    finally:
-        await harness.stop()
 
 
 def _key(text: str) -> str:

@@ -340,7 +340,12 @@ class Harness:
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> "Harness":
-        await self.start()
+        """Start; a start that fails stops what it already started before raising."""
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
