@@ -1314,7 +1314,8 @@ class ChattoAdapter(BasePlatformAdapter):
             return
         try:
             if ok is None:
-                self._frontier.turn_started(key, trigger, str(getattr(event, "text", "") or ""))
+                self._frontier.turn_started(key, trigger, str(getattr(event, "text", "") or ""),
+                                            getattr(event, "channel_context", None))
             else:
                 self._frontier.turn_finished(key, trigger, ok)
         except Exception:

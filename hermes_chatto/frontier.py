@@ -546,7 +546,7 @@ class _State:
     __slots__ = ("session_key", "session_id", "room_id", "root_id", "cursor", "held", "fresh",
                  "covered", "pending", "unseen", "unseen_overflow", "recent", "ahead", "pos", "pos_anchor",
                  "committed_cursor", "committed_held", "staged", "own_log", "own_seq", "owed",
-                 "owed_uncommitted", "done", "unrun", "stage_seq", "committed_seq", "lock")
+                 "owed_uncommitted", "done", "unrun", "stage_seq", "committed_seq", "absorbed_by", "lock")
 
     def __init__(self, session_key: str, session_id: str | None, room_id: str, root_id: str, *,
                  cursor: str | None = None, held: Iterable[str] = (), fresh: bool = True,
@@ -574,13 +574,16 @@ class _State:
         #: (plus every own id noted since) — never the state of a turn that has not run
         self.committed_cursor: str | None = cursor
         self.committed_held: dict[str, None] = dict.fromkeys([*held, *owed])
-        #: trigger id -> (cursor, held, own_seq, delivered ids, stage number, trigger text)
-        #: right after that turn's block
+        #: trigger id -> (cursor, held, own_seq, delivered ids, stage number, trigger text,
+        #: block text) right after that turn's block
         #: was computed (queue order = the order the host runs the turns)
-        self.staged: OrderedDict[str, tuple[str | None, tuple[str, ...], int, tuple[str, ...], int, str]] = OrderedDict()
+        self.staged: OrderedDict[str, tuple[str | None, tuple[str, ...], int, tuple[str, ...], int, str, str | None]] = (
+            OrderedDict())
         #: stage number of the next staged turn / of the turn the row's frontier is from
         self.stage_seq = 0
         self.committed_seq = -1
+        #: trigger -> queued triggers whose text the host merged into its turn's message
+        self.absorbed_by: dict[str, list[str]] = {}
         self.own_log: list[tuple[int, str]] = []
         self.own_seq = 0
         #: ids the session holds on paper but the agent never saw (their turn was dropped
@@ -594,17 +597,19 @@ class _State:
         #: a later trigger first): the row lists them as owed until that turn runs
         self.unrun: dict[str, None] = {}
 
-    def stage(self, trigger_id: str, delivered: Sequence[str] = (), text: str = "") -> None:
+    def stage(self, trigger_id: str, delivered: Sequence[str] = (), text: str = "",
+              block: str | None = None) -> None:
         """Remember the frontier as it stands after ``trigger_id``'s block, the ids that
-        block delivered and the trigger's text (see :meth:`commit`, :meth:`drop`,
-        :meth:`absorbed`)."""
+        block delivered, the trigger's text and the block (see :meth:`commit`,
+        :meth:`drop`, :meth:`absorbed`)."""
         self.staged[trigger_id] = (self.cursor, tuple(self.held), self.own_seq, tuple(delivered), self.stage_seq,
-                                   text)
+                                   text, block)
         self.stage_seq += 1
         self.staged.move_to_end(trigger_id)
         while len(self.staged) > STAGED_MAX:
             k, _ = self.staged.popitem(last=False)
             self.done.discard(k)
+            self.absorbed_by.pop(k, None)
 
     def drop(self, trigger_id: str) -> bool:
         """The turn of ``trigger_id`` ended without an answer (cancelled or failed before
@@ -615,7 +620,11 @@ class _State:
         self.done.discard(trigger_id)
         if entry is None:
             return False
-        for i in (trigger_id, *entry[3]):
+        merged = self.absorbed_by.pop(trigger_id, [])
+        for k in merged:  # their text was part of this turn's message
+            self.staged.pop(k, None)
+            self.done.discard(k)
+        for i in (trigger_id, *entry[3], *merged):
             self.owed[i] = None
             self.owed_uncommitted[i] = None
             self.unrun.pop(i, None)
@@ -635,44 +644,60 @@ class _State:
             self.unrun.pop(i, None)
         return shrank
 
-    def handled(self, trigger_id: str) -> bool:
-        """The host dealt with ``trigger_id`` without showing its block to the agent (a
-        command it answers itself; a follow-up whose text it appended to another turn's
-        message, dropping its ``channel_context``): the trigger counts as run, the
-        messages its block delivered become owed. False when it is not staged."""
+    def owe_block(self, trigger_id: str) -> None:
+        """The block computed for ``trigger_id`` never reached the agent: the messages it
+        delivered become owed (the trigger itself is unaffected)."""
         entry = self.staged.get(trigger_id)
-        if entry is None:
-            return False
+        if entry is None or not entry[3]:
+            return
         for i in entry[3]:
             self.owed[i] = None
             self.owed_uncommitted[i] = None
             self.hold(i)
         self.staged[trigger_id] = (*entry[:3], (), *entry[4:])
+
+    def handled(self, trigger_id: str) -> bool:
+        """The host dealt with ``trigger_id`` without showing its block to the agent (a
+        command it answers itself): the trigger counts as run, the messages its block
+        delivered become owed. False when it is not staged."""
+        if trigger_id not in self.staged:
+            return False
+        self.owe_block(trigger_id)
         self.finished(trigger_id)
         return True
 
-    def absorbed(self, trigger_id: str, text: str) -> list[str]:
-        """Staged triggers queued after ``trigger_id``, not finished, whose text makes up
-        whole lines of ``text`` after ``trigger_id``'s own text (0.19.0 appends queued
-        text follow-ups to the queued event, one per line): they run with it
-        (:meth:`handled`). Returns their ids. A message equal to the turn's own text is
-        not mistaken for a merged one."""
+    def absorbed(self, trigger_id: str, text: str, context: str | None = None) -> list[str]:
+        """The turn of ``trigger_id`` started with message ``text`` and block ``context``.
+
+        0.19.0 merges queued text follow-ups into one event, one text per line: either
+        appended to the queued event (its id and block kept) or through the busy-text
+        debounce (the *latest* id, the *first* block). Other staged triggers, not finished,
+        whose text makes up whole lines of ``text`` (``trigger_id``'s own text removed
+        once, so an equal message is not mistaken for a merged one) ran with it: they count
+        as finished. Every block among them and ``trigger_id``'s that is not ``context``
+        was dropped by the merge: its messages are owed. Returns the merged ids."""
         own = self.staged.get(trigger_id)
         if own is None:
             return []
-        own_text = own[5]
-        if own_text and text.startswith(own_text):
-            text = text[len(own_text):]
-        lines = "\n" + text + "\n"
+        rest = "\n" + text + "\n"
+        if own[5]:
+            rest = rest.replace("\n" + own[5] + "\n", "\n", 1)
         out = []
-        after = False
         for k, entry in list(self.staged.items()):
-            if k == trigger_id:
-                after = True
+            if k == trigger_id or k in self.done or not entry[5]:
                 continue
-            if after and k not in self.done and entry[5] and "\n" + entry[5] + "\n" in lines:
-                self.handled(k)
+            line = "\n" + entry[5] + "\n"
+            if line in rest:
+                rest = rest.replace(line, "\n", 1)
                 out.append(k)
+        if not out:
+            return []
+        for k in (trigger_id, *out):
+            if self.staged[k][6] != context:
+                self.owe_block(k)
+        for k in out:
+            self.finished(k)
+        self.absorbed_by.setdefault(trigger_id, []).extend(out)
         return out
 
     def row_owed(self) -> tuple[str, ...]:
@@ -699,13 +724,18 @@ class _State:
         snap = self.staged.get(trigger_id)
         if snap is None:
             return False
-        cursor, held, seq, _delivered, n, _text = snap
+        cursor, held, seq, _delivered, n = snap[:5]
+        merged = self.absorbed_by.pop(trigger_id, [])  # queued after it, ran with it
+        for k in merged:
+            self.committed_held[k] = None
+            if k in self.staged:
+                self._retire(k)
         if n < self.committed_seq:  # a later turn committed first: the row already holds this one
             self._retire(trigger_id)
             return True
         self.committed_seq = n
         self.committed_cursor = cursor
-        self.committed_held = dict.fromkeys([*held, *(i for n, i in self.own_log if n > seq)])
+        self.committed_held = dict.fromkeys([*held, *(i for n, i in self.own_log if n > seq), *merged])
         for k in list(self.staged):
             if k == trigger_id:
                 break
@@ -722,6 +752,7 @@ class _State:
         """Forget a staged turn that ran: what it delivered is no longer owed on paper."""
         entry = self.staged.pop(trigger_id)
         self.done.discard(trigger_id)
+        self.absorbed_by.pop(trigger_id, None)
         for i in (trigger_id, *entry[3]):
             self.owed_uncommitted.pop(i, None)
             self.unrun.pop(i, None)
@@ -914,15 +945,15 @@ class ThreadFrontier:
         """How many deliveries of ``session_key`` into the thread are in flight."""
         return len(self._sending.get((room_id, thread_root_event_id, session_key), ()))
 
-    def turn_started(self, session_key: str, trigger_id: str, text: str) -> None:
+    def turn_started(self, session_key: str, trigger_id: str, text: str, context: str | None = None) -> None:
         """The host started (or drained into a running turn) the turn of ``trigger_id``
-        with message ``text``. Queued follow-ups the host merged into that text (0.19.0
-        appends rapid text follow-ups to the queued event) run with it: they count as
-        finished, so a later commit does not list them as not yet run, and what their
-        blocks carried (dropped by the merge) is owed. No I/O, never raises."""
+        with message ``text`` and ``channel_context`` ``context``. Queued follow-ups the
+        host merged into that text run with it: they count as finished, so a later commit
+        does not list them as not yet run, and every block the merge dropped is owed
+        (:meth:`_State.absorbed`). No I/O, never raises."""
         st = self._states.get(session_key)
         if st is not None and trigger_id in st.staged and text:
-            st.absorbed(trigger_id, text)
+            st.absorbed(trigger_id, text, context)
 
     def turn_handled(self, session_key: str, trigger_id: str) -> None:
         """The host dealt with ``trigger_id`` itself (a command): it counts as run, and
@@ -1015,10 +1046,10 @@ class ThreadFrontier:
                 st.fresh = False
                 st.unseen = {i for i in st.unseen if i not in st.held}
                 text, delivered = self._render(st, owed, (), {}, trigger, more_pending=False)
-                st.stage(trigger.event_id, delivered, trigger.body or "")
+                st.stage(trigger.event_id, delivered, trigger.body or "", text)
                 return text
             text, delivered = await self._read_and_render(st, plan, trigger, retained, owed)
-            st.stage(trigger.event_id, delivered, trigger.body or "")
+            st.stage(trigger.event_id, delivered, trigger.body or "", text)
             return text
 
     async def flush(self) -> None:

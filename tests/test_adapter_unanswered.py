@@ -80,3 +80,35 @@ async def test_follow_up_discarded_by_the_host_is_owed(gateway, chatto_world):
     await idle(gw)
     z_call = [c for c in gw.agent.calls if "Z question" in c.message][0].message
     assert HEAD in z_call and z_call.count("Y follow-up that gets discarded") == 1, z_call
+
+
+async def test_follow_ups_merged_by_the_busy_text_debounce(gateway, chatto_world):
+    """Busy text mode "queue": 0.19.0's debounce merges Y and W into one event (text
+    "Y\\nW", W's id, Y's block) and drops W's block, which carried a cron post. Y and W
+    reach the agent once, in that turn; the cron post comes in the next block, once
+    (review finding 1)."""
+    gw = await gateway(reply="ack", env={"HERMES_GATEWAY_BUSY_TEXT_MODE": "queue"})
+    ids, w = gw.ids, gw.world
+    room, alice, bot = ids["general"], ids["alice"], ids["bot"]
+    root = w.post(alice, room, "@helper_bot new topic").event_id
+    await idle(gw, turns=1)
+    gw.agent.gate = asyncio.Event()
+    x = w.reply(alice, room, root, "X question")
+    await wait_for(lambda: len(gw.agent.calls) >= 2, what="X running")
+    key = gw.adapter._trigger_keys[x.event_id]
+    y = w.reply(alice, room, root, "Y follow-up")
+    await wait_for(lambda: y.event_id in gw.adapter._trigger_keys, what="Y ingested")
+    w.reply(bot, room, root, "CRON: nightly build red")  # a cron / hermes send post
+    wv = w.reply(alice, room, root, "W follow-up")
+    await wait_for(lambda: wv.event_id in gw.adapter._trigger_keys, what="W ingested")
+    await wait_for(lambda: key in gw.adapter._pending_messages, timeout=10, what="the debounce flushed")
+    merged = gw.adapter._pending_messages[key]
+    assert merged.message_id == wv.event_id and merged.text == "Y follow-up\nW follow-up", merged
+    gw.agent.gate.set()
+    await idle(gw, turns=3)
+    w.reply(alice, room, root, "Z question")
+    await idle(gw, turns=4)
+    text = "\n".join(c.message for c in gw.agent.calls)
+    assert text.count("CRON: nightly build red") == 1, [c.message for c in gw.agent.calls]
+    assert text.count("Y follow-up") == 1 and text.count("W follow-up") == 1, [c.message for c in gw.agent.calls]
+    assert "CRON: nightly build red" in gw.agent.calls[3].message
