@@ -24,17 +24,24 @@ pytestmark = pytest.mark.timeout(120)
 HEAD = "[Earlier in this thread]"
 
 
-async def test_cancelled_turn_reaches_the_next_block_once(gateway, chatto_world):
-    gw = await gateway(reply="ack")
+async def thread_with_x_running(gw, x_text: str):
+    """Alice opens a thread with the bot, then posts ``x_text`` in it; returns
+    ``(room, alice, root, x, session key)`` once X's turn is in flight (the agent's
+    ``gate`` holds it)."""
     ids, w = gw.ids, gw.world
     room, alice = ids["general"], ids["alice"]
     root = w.post(alice, room, "@helper_bot new topic").event_id
     await idle(gw, turns=1)
-
-    gw.agent.gate = asyncio.Event()  # the next turn stays in flight
-    x = w.reply(alice, room, root, "question that gets cut off")
+    gw.agent.gate = asyncio.Event()
+    x = w.reply(alice, room, root, x_text)
     await wait_for(lambda: len(gw.agent.calls) >= 2, what="the turn of X running")
-    key = gw.adapter._trigger_keys[x.event_id]
+    return room, alice, root, x, gw.adapter._trigger_keys[x.event_id]
+
+
+async def test_cancelled_turn_reaches_the_next_block_once(gateway, chatto_world):
+    gw = await gateway(reply="ack")
+    w = gw.world
+    room, alice, root, x, key = await thread_with_x_running(gw, "question that gets cut off")
     await gw.adapter.cancel_session_processing(key)  # what /stop does to the running turn
     gw.agent.gate.set()
     await idle(gw)
@@ -58,14 +65,8 @@ async def test_follow_up_discarded_by_the_host_is_owed(gateway, chatto_world):
     runner draining that follow-up into the running turn: the discarded message comes in
     the next block (review finding 3)."""
     gw = await gateway(reply="ack")
-    ids, w = gw.ids, gw.world
-    room, alice = ids["general"], ids["alice"]
-    root = w.post(alice, room, "@helper_bot new topic").event_id
-    await idle(gw, turns=1)
-    gw.agent.gate = asyncio.Event()
-    x = w.reply(alice, room, root, "X question")
-    await wait_for(lambda: len(gw.agent.calls) >= 2, what="X running")
-    key = gw.adapter._trigger_keys[x.event_id]
+    w = gw.world
+    room, alice, root, x, key = await thread_with_x_running(gw, "X question")
     y = w.reply(alice, room, root, "Y follow-up that gets discarded")
     await wait_for(lambda: key in gw.adapter._pending_messages, what="Y queued")
     src = gw.adapter._processing[key].source
@@ -88,14 +89,8 @@ async def test_follow_ups_merged_by_the_busy_text_debounce(gateway, chatto_world
     reach the agent once, in that turn; the cron post comes in the next block, once
     (review finding 1)."""
     gw = await gateway(reply="ack", env={"HERMES_GATEWAY_BUSY_TEXT_MODE": "queue"})
-    ids, w = gw.ids, gw.world
-    room, alice, bot = ids["general"], ids["alice"], ids["bot"]
-    root = w.post(alice, room, "@helper_bot new topic").event_id
-    await idle(gw, turns=1)
-    gw.agent.gate = asyncio.Event()
-    x = w.reply(alice, room, root, "X question")
-    await wait_for(lambda: len(gw.agent.calls) >= 2, what="X running")
-    key = gw.adapter._trigger_keys[x.event_id]
+    w, bot = gw.world, gw.ids["bot"]
+    room, alice, root, x, key = await thread_with_x_running(gw, "X question")
     y = w.reply(alice, room, root, "Y follow-up")
     await wait_for(lambda: y.event_id in gw.adapter._trigger_keys, what="Y ingested")
     w.reply(bot, room, root, "CRON: nightly build red")  # a cron / hermes send post
