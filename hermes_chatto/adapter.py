@@ -207,6 +207,20 @@ async def deliver_text(
     return report
 
 
+def find_member_room(rooms: Any, ref: str) -> ChattoRoom | None:
+    """The room among ``rooms`` that the bot is a member of (or a DM) whose id is ``ref``,
+    else the only such room named ``ref`` (``#general``/``general``, case-insensitive);
+    ``None`` when there is none or the name is ambiguous."""
+    ref = (ref or "").strip()
+    members = [r for r in rooms if r.is_member or r.is_dm]
+    room = next((r for r in members if r.id == ref), None)
+    if room is not None:
+        return room
+    name = ref.lstrip("#").lower()
+    hits = [r for r in members if r.name and r.name.lower() == name]
+    return hits[0] if len(hits) == 1 else None
+
+
 def error_kind_for(err: BaseException | None, text: str = "") -> str:
     """``SendResult.error_kind`` (host ``SEND_ERROR_KINDS``) for a Chatto error."""
     if isinstance(err, ChattoResourceExhausted):
@@ -381,10 +395,9 @@ class ChattoAdapter(BasePlatformAdapter):
         #: guard key -> the queued follow-up the runner took into the running turn
         #: (``get_pending_message``: 0.19.0 ``_run_agent`` drains the slot itself)
         self._drained: dict[str, Any] = {}
-        #: guard keys whose next ``get_pending_message`` (in the same loop step) is the
+        #: session keys whose next ``get_pending_message`` (in the same loop step) is the
         #: host discarding the queue after ``interrupt_session_activity`` (see there)
-        self._discarding: dict[str, bool] = {}
-        self._own_interrupt = False
+        self._discarding: set[str] = set()
         # guard key -> (stale MessageEvent, replacement MessageEvent): an edited trigger
         # whose running turn is being stopped; see _on_edit / _finish_replacement
         self._replacing: dict[str, tuple[Any, Any]] = {}
@@ -408,24 +421,9 @@ class ChattoAdapter(BasePlatformAdapter):
         return lambda s: len(s.encode("utf-8"))
 
     def _guard_key(self, source: Any) -> str:
-        """The key the base class uses for ``_active_sessions`` (0.19.0: no profile;
-        newer: ``_event_session_key``)."""
-        fn = getattr(self, "_event_session_key", None)
-        if callable(fn):
-            try:
-                from types import SimpleNamespace
-
-                return fn(SimpleNamespace(source=source))
-            except Exception:
-                pass
-        from gateway.session import build_session_key
-
-        extra = self.config.extra or {}
-        return build_session_key(
-            source,
-            group_sessions_per_user=extra.get("group_sessions_per_user", True),
-            thread_sessions_per_user=extra.get("thread_sessions_per_user", False),
-        )
+        """The key the base class uses for ``_active_sessions`` / ``_pending_messages``
+        (0.19.0: no profile; newer: ``_event_session_key``; see ``compat.guard_key``)."""
+        return compat.guard_key(self, source)
 
     def session_key_for(self, source: Any) -> str:
         """The runner's session key for ``source`` (byte-identical; compat.session_key)."""
@@ -941,7 +939,9 @@ class ChattoAdapter(BasePlatformAdapter):
             return
         await self._on_new_message(msg, msg.event_id, retained=False)
 
-    async def _bot_in_thread(self, room_id: str, root: str, source_for_thread: Any) -> bool:
+    async def _bot_in_thread(self, room_id: str, root: str, user_id: str) -> bool:
+        """Whether the bot takes part in thread ``root`` (it posted there, the root is its
+        own, or ``user_id`` already has a session for the thread); remembered once true."""
         if not root:
             return False
         if (room_id + "\x00" + root) in self._joined_threads or root in self._own_ids:
@@ -951,7 +951,8 @@ class ChattoAdapter(BasePlatformAdapter):
         peek = getattr(store, "peek_session_id", None)
         if callable(peek):
             try:
-                joined = bool(await asyncio.to_thread(peek, self.session_key_for(source_for_thread)))
+                probe = self.build_source(chat_id=room_id, chat_type="group", user_id=user_id, thread_id=root)
+                joined = bool(await asyncio.to_thread(peek, self.session_key_for(probe)))
             except Exception:
                 joined = False
         if not joined:
@@ -1012,9 +1013,7 @@ class ChattoAdapter(BasePlatformAdapter):
             (msg.room_id + "\x00" + msg.thread_root_event_id) in self._joined_threads)
         d = decide(msg, self._ctx(room, joined), self._seen, projection_id=projection_id)
         if not d.dispatch and d.reason == "not_addressed" and msg.thread_root_event_id:
-            probe = self.build_source(chat_id=msg.room_id, chat_type="group", user_id=msg.author_id,
-                                      thread_id=msg.thread_root_event_id)
-            if await self._bot_in_thread(msg.room_id, msg.thread_root_event_id, probe):
+            if await self._bot_in_thread(msg.room_id, msg.thread_root_event_id, msg.author_id):
                 d = decide(msg, self._ctx(room, True), None, projection_id=projection_id)
         if not d.dispatch:
             self.stats["dropped"] += 1
@@ -1136,8 +1135,8 @@ class ChattoAdapter(BasePlatformAdapter):
             self._trigger_keys.popitem(last=False)
 
     def _inflight_key(self, event_id: str) -> str | None:
-        for key, ev in self._processing.items():
-            if getattr(ev, "message_id", None) == event_id and key in self._active_sessions:
+        for key, ev in self._running_turns():
+            if getattr(ev, "message_id", None) == event_id:
                 return key
         return None
 
@@ -1185,11 +1184,8 @@ class ChattoAdapter(BasePlatformAdapter):
         self._replacing[d.guard_key] = (old, new_event)
         self.stats["edits_replaced"] += 1
         meta = {"thread_id": old.source.thread_id} if old.source.thread_id else None
-        self._own_interrupt = True
-        try:
-            await self.interrupt_session_activity(d.guard_key, old.source.chat_id, meta)
-        finally:
-            self._own_interrupt = False
+        # the base behaviour only: no queue discard follows this interrupt
+        await super().interrupt_session_activity(d.guard_key, old.source.chat_id, meta)
         # the turn may have ended between decide_edit and here (its completion hook then
         # found nothing to replace): run the replacement now
         if d.guard_key not in self._active_sessions and self._replacing.get(d.guard_key, (None,))[0] is old:
@@ -1271,12 +1267,12 @@ class ChattoAdapter(BasePlatformAdapter):
         is owed to the next block instead of taken for a drained turn (the mark is cleared
         on the next loop iteration)."""
         await super().interrupt_session_activity(session_key, chat_id, metadata)
-        if session_key and not self._own_interrupt:
-            self._discarding[session_key] = True
+        if session_key:
+            self._discarding.add(session_key)
             try:
-                asyncio.get_running_loop().call_soon(self._discarding.pop, session_key, None)
+                asyncio.get_running_loop().call_soon(self._discarding.discard, session_key)
             except RuntimeError:
-                self._discarding.pop(session_key, None)
+                self._discarding.discard(session_key)
 
     def get_pending_message(self, session_key: str) -> Any:
         """The base behaviour (pop the session's queued follow-up), noting that the runner
@@ -1285,7 +1281,8 @@ class ChattoAdapter(BasePlatformAdapter):
         turn before it has run, and the reply the host anchors to the outer trigger is the
         follow-up's (:meth:`_send_owner`)."""
         ev = super().get_pending_message(session_key)
-        if self._discarding.pop(session_key, False):
+        if session_key in self._discarding:
+            self._discarding.discard(session_key)
             # ``_interrupt_and_clear_session`` (/stop, /new): "consume and discard" right
             # after ``interrupt_session_activity`` — the follow-up never runs
             if ev is not None:
@@ -1400,9 +1397,6 @@ class ChattoAdapter(BasePlatformAdapter):
         first) waits for the ids instead of quoting the reply back to its session.
         ``turn_trigger``: the trigger of the running turn this is the reply to (the
         frontier then stores that turn's state; see ``ThreadFrontier.note_sent``)."""
-        if self._client is None:
-            err = ChattoTransientError("Chatto adapter is not connected (network)")
-            return DeliveryReport(failed_index=0, error=err, total=len(split_body(content)) or 1)
         # A delivery runs to its end even when the turn that started it is cancelled (a
         # stop or shutdown while a CreateMessage is in flight): otherwise a chunk the
         # server accepted could go unrecorded — posted, but neither remembered as own nor
@@ -1493,10 +1487,10 @@ class ChattoAdapter(BasePlatformAdapter):
                                             turn_trigger=turn_trigger)
         return send_result_from_report(report)
 
-    def _running_triggers(self) -> list[Any]:
-        """Events of the turns running now (taken by the runner: ``on_processing_start``
-        ran and the session guard is live)."""
-        return [ev for key, ev in list(self._processing.items()) if key in self._active_sessions]
+    def _running_turns(self) -> list[tuple[str, Any]]:
+        """``(guard key, trigger event)`` of the turns running now (taken by the runner:
+        ``on_processing_start`` ran and the session guard is live)."""
+        return [(key, ev) for key, ev in list(self._processing.items()) if key in self._active_sessions]
 
     def _send_owner(self, chat_id: str, root: str, reply_to: Optional[str]) -> tuple[str | None, str | None]:
         """``(session_key, turn_trigger)`` of a ``send()`` for the frontier.
@@ -1512,22 +1506,22 @@ class ChattoAdapter(BasePlatformAdapter):
           when exactly one session has a turn running there; otherwise nobody (a cron or
           ``hermes send`` post into a thread is shown to the thread's sessions as "(you)").
         """
-        running = self._running_triggers()
+        running = self._running_turns()
         if reply_to:
             key = self._trigger_keys.get(str(reply_to))
             if key is not None:
                 turn = None
-                for ev in running:
+                for guard, ev in running:
                     if getattr(ev, "message_id", None) == str(reply_to):
                         # a follow-up drained into this turn answers under the outer anchor
-                        drained = self._drained.get(self._guard_key(ev.source))
+                        drained = self._drained.get(guard)
                         turn = str(getattr(drained, "message_id", "") or "") or str(reply_to)
                         break
                 return key, turn
         if not root:
             return None, None
         keys = set()
-        for ev in running:
+        for _guard, ev in running:
             src = getattr(ev, "source", None)
             if src is None or src.chat_id != chat_id or (src.thread_id or "") != root:
                 continue
@@ -1606,10 +1600,4 @@ class ChattoAdapter(BasePlatformAdapter):
 
     async def resolve_member_room(self, ref: str) -> ChattoRoom | None:
         """A room the bot is a member of, by id or name (``#general``/``general``)."""
-        ref = (ref or "").strip()
-        if ref in self._rooms:
-            r = self._rooms[ref]
-            return r if (r.is_member or r.is_dm) else None
-        name = ref.lstrip("#").lower()
-        hits = [r for r in self._rooms.values() if r.name and r.name.lower() == name and (r.is_member or r.is_dm)]
-        return hits[0] if len(hits) == 1 else None
+        return find_member_room(self._rooms.values(), ref)

@@ -8,8 +8,9 @@ Every Hermes import in this module happens inside a function, so importing
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
-import sys
+from types import SimpleNamespace
 from typing import Any
 
 
@@ -77,7 +78,9 @@ def entry_kwargs(**kw: Any) -> dict[str, Any]:
     return {k: v for k, v in kw.items() if k in fields}
 
 
-_EVENT_FIELDS: tuple[Any, frozenset[str]] | None = None
+@functools.lru_cache(maxsize=4)
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
 
 
 def make_event(**kw: Any):
@@ -86,17 +89,42 @@ def make_event(**kw: Any):
 
     The host's field names are read once per ``MessageEvent`` class (cached; a different
     class object, e.g. after a reload, is looked up again)."""
-    global _EVENT_FIELDS
-    mod = sys.modules.get("gateway.platforms.base")
-    cls = getattr(mod, "MessageEvent", None) if mod is not None else None
-    if cls is None:
-        from gateway.platforms.base import MessageEvent as cls
-    cached = _EVENT_FIELDS
-    if cached is None or cached[0] is not cls:
-        cached = _EVENT_FIELDS = (cls, frozenset(f.name for f in dataclasses.fields(cls)))
-    for k in kw.keys() - cached[1]:  # kw is this call's own dict: safe to trim in place
+    from gateway.platforms.base import MessageEvent
+
+    for k in kw.keys() - _field_names(MessageEvent):  # kw is this call's own dict: safe to trim
         del kw[k]
-    return cls(**kw)
+    return MessageEvent(**kw)
+
+
+def _event_key(adapter: Any, source: Any) -> str | None:
+    """``adapter._event_session_key`` (newer hosts) for ``source``, or ``None`` when the
+    host lacks it or it fails."""
+    fn = getattr(adapter, "_event_session_key", None)
+    if callable(fn):
+        try:
+            return fn(SimpleNamespace(source=source))
+        except Exception:
+            pass
+    return None
+
+
+def guard_key(adapter: Any, source: Any) -> str:
+    """The key the base class uses for ``_active_sessions`` / ``_pending_messages``:
+    ``adapter._event_session_key`` (newer) → ``build_session_key`` with the adapter's
+    per-user flags and **no** profile (0.19.0 ``handle_message``). Unlike
+    :func:`session_key` it never asks the runner, so it can differ from the runner's key
+    when profiles are multiplexed."""
+    key = _event_key(adapter, source)
+    if key is not None:
+        return key
+    from gateway.session import build_session_key
+
+    extra = getattr(getattr(adapter, "config", None), "extra", None) or {}
+    return build_session_key(
+        source,
+        group_sessions_per_user=extra.get("group_sessions_per_user", True),
+        thread_sessions_per_user=extra.get("thread_sessions_per_user", False),
+    )
 
 
 def session_key(adapter: Any, source: Any) -> str:
@@ -111,14 +139,9 @@ def session_key(adapter: Any, source: Any) -> str:
     fn = getattr(adapter, "_source_session_key", None)
     if callable(fn):
         return fn(source)
-    fn = getattr(adapter, "_event_session_key", None)
-    if callable(fn):
-        try:
-            from types import SimpleNamespace
-
-            return fn(SimpleNamespace(source=source))
-        except Exception:
-            pass
+    key = _event_key(adapter, source)
+    if key is not None:
+        return key
     runner = getattr(adapter, "gateway_runner", None)
     fn = getattr(runner, "_session_key_for_source", None)
     if callable(fn):

@@ -188,15 +188,17 @@ def split_body_parts(text: str, limit_bytes: int = DEFAULT_CHUNK_BYTES) -> list[
     open_at_pos: _Fence | None = None
     # Fence repair may take at most a quarter of the budget; drop long info strings.
     repair_cap = limit_bytes // 4
+    # Reserve room for a closing fence of the longest marker we might need.
+    reserve = min(repair_cap, 1 + max((len(f.marker) for _s, _e, k, f in fences.lines if k == "open" and f),
+                                      default=3))
+    last_visible = len(text.rstrip()) - 1  # a cut in the whitespace tail moves back to here
     while pos < n:
         prefix = ""
         if open_at_pos is not None:
             prefix = _reopen(open_at_pos)
             if _utf8_len(prefix) + len(open_at_pos.marker) + 1 > repair_cap:
                 prefix = _reopen(_Fence(open_at_pos.marker, ""))
-        # Reserve room for a closing fence of the longest marker we might need.
-        reserve = 1 + max((len(f.marker) for _s, _e, k, f in fences.lines if k == "open" and f), default=3)
-        budget = limit_bytes - _utf8_len(prefix) - min(reserve, repair_cap)
+        budget = limit_bytes - _utf8_len(prefix) - reserve
         budget = max(budget, 16)
         while True:
             hard_end = _max_chars_within(text, pos, budget)
@@ -204,11 +206,8 @@ def split_body_parts(text: str, limit_bytes: int = DEFAULT_CHUNK_BYTES) -> list[
             inside = fences.fence_line_containing(cut) if cut < n else None
             if inside is not None and inside > pos:
                 cut = inside
-            if cut < n and not text[cut:].strip():
-                # Keep a visible character with the whitespace tail.
-                last_visible = len(text[:n].rstrip()) - 1
-                if last_visible > pos:
-                    cut = last_visible
+            if cut < n and not text[cut:].strip() and last_visible > pos:
+                cut = last_visible  # keep a visible character with the whitespace tail
             original = text[pos:cut]
             state = fences.state_at(cut) if cut < n else None
             suffix = _close(state, original) if state is not None else ""

@@ -104,7 +104,7 @@ def skip_reason(msg: ChattoMessage, projection_id: str | None = None) -> str | N
         return "echo_row"
     if msg.deleted_at is not None:
         return "tombstone"
-    if projection_id is not None and projection_id and projection_id != msg.event_id:
+    if projection_id and projection_id != msg.event_id:
         return "thread_root_refresh"
     if not (msg.body or "").strip() and not msg.attachment_names:
         return "no_body"

@@ -25,6 +25,7 @@ the gateway loop with ``asyncio.run_coroutine_threadsafe``.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import threading
@@ -76,8 +77,6 @@ def _run_sync(coro, timeout: float):
         except BaseException as e:  # noqa: BLE001 - re-raised below
             box["e"] = e
 
-    import contextvars
-
     ctx = contextvars.copy_context()
     t = threading.Thread(target=lambda: ctx.run(_target), daemon=True)
     t.start()
@@ -99,19 +98,13 @@ async def _send_live(adapter: Any, room_ref: str, text: str, thread_id: str | No
 
 
 async def _send_standalone(room_ref: str, text: str, thread_id: str | None) -> dict:
-    from .adapter import deliver_text
+    from .adapter import deliver_text, find_member_room
     from .config import load_settings
     from .wire.connect import ChattoClient
 
     settings = load_settings(None)
     async with ChattoClient(settings.url, settings.bot_key) as client:
-        rooms = await client.list_rooms()
-        ref = room_ref.strip()
-        members = [r for r in rooms if r.is_member or r.is_dm]
-        room = next((r for r in members if r.id == ref), None)
-        if room is None:
-            hits = [r for r in members if r.name and r.name.lower() == ref.lstrip("#").lower()]
-            room = hits[0] if len(hits) == 1 else None
+        room = find_member_room(await client.list_rooms(), room_ref)
         if room is None:
             return {"error": f"refused: the bot is not a member of a room called {room_ref!r}"}
         root = await resolve_thread_root(client, room, thread_id)
@@ -166,11 +159,9 @@ def chatto_send_message(args: dict, **_kw: Any) -> str:
                 running = asyncio.get_running_loop()
             except RuntimeError:
                 running = None
-            coro = _send_live(adapter, room, text, thread_id)
             if running is adapter._loop:
-                coro.close()
                 return json.dumps({"error": "refused: chatto_send_message cannot block the gateway loop"})
-            fut = asyncio.run_coroutine_threadsafe(coro, adapter._loop)
+            fut = asyncio.run_coroutine_threadsafe(_send_live(adapter, room, text, thread_id), adapter._loop)
             result = fut.result(TOOL_TIMEOUT_S)
         else:
             result = _run_sync(_send_standalone(room, text, thread_id), TOOL_TIMEOUT_S)
