@@ -540,13 +540,36 @@ def plan_delivery(page: TimelinePage, *, cursor: str | None, held: Sequence[str]
 # the stateful frontier
 
 
+@dataclass(slots=True)
+class _Staged:
+    """One turn whose block was computed but whose reply has not landed (see
+    :meth:`_State.stage`): the frontier right after its block, and what the host did
+    with the turn so far."""
+
+    cursor: str | None
+    held: tuple[str, ...]
+    #: ``_State.own_seq`` when the block was computed (own ids noted later are newer)
+    own_seq: int
+    #: ids the block delivered (the trigger not included)
+    delivered: tuple[str, ...]
+    #: stage number (``_State.stage_seq`` at staging: order of the blocks)
+    seq: int
+    #: the trigger's text and the block text (to recognise merged follow-ups)
+    text: str
+    block: str | None
+    #: the turn finished successfully (without a reply in the thread, or before it landed)
+    done: bool = False
+    #: queued triggers whose text the host merged into this turn's message
+    merged: list[str] = field(default_factory=list)
+
+
 class _State:
     """In-memory frontier of one session (see module docstring)."""
 
     __slots__ = ("session_key", "session_id", "room_id", "root_id", "cursor", "held", "fresh",
                  "covered", "pending", "unseen", "unseen_overflow", "recent", "ahead", "pos", "pos_anchor",
                  "committed_cursor", "committed_held", "staged", "own_log", "own_seq", "owed",
-                 "owed_uncommitted", "done", "unrun", "stage_seq", "committed_seq", "absorbed_by", "lock")
+                 "owed_uncommitted", "unrun", "stage_seq", "committed_seq")
 
     def __init__(self, session_key: str, session_id: str | None, room_id: str, root_id: str, *,
                  cursor: str | None = None, held: Iterable[str] = (), fresh: bool = True,
@@ -574,25 +597,22 @@ class _State:
         #: (plus every own id noted since) — never the state of a turn that has not run
         self.committed_cursor: str | None = cursor
         self.committed_held: dict[str, None] = dict.fromkeys([*held, *owed])
-        #: trigger id -> (cursor, held, own_seq, delivered ids, stage number, trigger text,
-        #: block text) right after that turn's block
-        #: was computed (queue order = the order the host runs the turns)
-        self.staged: OrderedDict[str, tuple[str | None, tuple[str, ...], int, tuple[str, ...], int, str, str | None]] = (
-            OrderedDict())
+        #: trigger id -> its staged turn (queue order = the order the host runs the turns)
+        self.staged: OrderedDict[str, _Staged] = OrderedDict()
         #: stage number of the next staged turn / of the turn the row's frontier is from
+        #: (not derivable: that turn is no longer staged)
         self.stage_seq = 0
         self.committed_seq = -1
-        #: trigger -> queued triggers whose text the host merged into its turn's message
-        self.absorbed_by: dict[str, list[str]] = {}
+        #: (own_seq, id) of every own id noted, trimmed on commit to those newer than the
+        #: oldest staged block (a commit re-adds the ones newer than its block)
         self.own_log: list[tuple[int, str]] = []
         self.own_seq = 0
         #: ids the session holds on paper but the agent never saw (their turn was dropped
         #: or failed): the next block delivers them, oldest first
         self.owed: dict[str, None] = dict.fromkeys(owed)
-        #: owed ids no committed turn has delivered yet (what the stored row says is owed)
+        #: owed ids no committed turn has delivered yet (what the stored row says is owed):
+        #: ``owed`` plus the owed ids a block delivered whose turn has not committed
         self.owed_uncommitted: dict[str, None] = dict.fromkeys(owed)
-        #: staged triggers whose turn finished successfully (not answered in the thread)
-        self.done: set[str] = set()
         #: ids the committed state holds although their turn has not run yet (the host ran
         #: a later trigger first): the row lists them as owed until that turn runs
         self.unrun: dict[str, None] = {}
@@ -602,14 +622,27 @@ class _State:
         """Remember the frontier as it stands after ``trigger_id``'s block, the ids that
         block delivered, the trigger's text and the block (see :meth:`commit`,
         :meth:`drop`, :meth:`absorbed`)."""
-        self.staged[trigger_id] = (self.cursor, tuple(self.held), self.own_seq, tuple(delivered), self.stage_seq,
-                                   text, block)
+        entry = _Staged(self.cursor, tuple(self.held), self.own_seq, tuple(delivered), self.stage_seq, text, block)
+        old = self.staged.pop(trigger_id, None)  # staged again: keep what the host did with it
+        if old is not None:
+            entry.done, entry.merged = old.done, old.merged
+        self.staged[trigger_id] = entry
         self.stage_seq += 1
-        self.staged.move_to_end(trigger_id)
         while len(self.staged) > STAGED_MAX:
-            k, _ = self.staged.popitem(last=False)
-            self.done.discard(k)
-            self.absorbed_by.pop(k, None)
+            self.staged.popitem(last=False)
+
+    def _owe(self, ids: Iterable[str]) -> None:
+        """``ids`` never reached the agent: owed (the next block delivers them), listed as
+        owed by the row, and held (no page re-delivers them)."""
+        for i in ids:
+            self.owed[i] = None
+            self.owed_uncommitted[i] = None
+            self.hold(i)
+
+    def forget_owed(self, event_id: str) -> None:
+        """An owed message is gone (not found, deleted): no longer owed."""
+        self.owed.pop(event_id, None)
+        self.owed_uncommitted.pop(event_id, None)
 
     def drop(self, trigger_id: str) -> bool:
         """The turn of ``trigger_id`` ended without an answer (cancelled or failed before
@@ -617,18 +650,14 @@ class _State:
         its block delivered become owed — the next block delivers them. False when the
         trigger is not staged (it committed already, or is unknown)."""
         entry = self.staged.pop(trigger_id, None)
-        self.done.discard(trigger_id)
         if entry is None:
             return False
-        merged = self.absorbed_by.pop(trigger_id, [])
-        for k in merged:  # their text was part of this turn's message
+        for k in entry.merged:  # their text was part of this turn's message
             self.staged.pop(k, None)
-            self.done.discard(k)
-        for i in (trigger_id, *entry[3], *merged):
-            self.owed[i] = None
-            self.owed_uncommitted[i] = None
+        ids = (trigger_id, *entry.delivered, *entry.merged)
+        self._owe(ids)
+        for i in ids:
             self.unrun.pop(i, None)
-            self.hold(i)
         return True
 
     def finished(self, trigger_id: str) -> bool:
@@ -637,8 +666,8 @@ class _State:
         entry = self.staged.get(trigger_id)
         if entry is None:
             return False
-        self.done.add(trigger_id)
-        ids = (trigger_id, *entry[3])
+        entry.done = True
+        ids = (trigger_id, *entry.delivered)
         shrank = any(i in self.unrun for i in ids)
         for i in ids:
             self.unrun.pop(i, None)
@@ -648,13 +677,10 @@ class _State:
         """The block computed for ``trigger_id`` never reached the agent: the messages it
         delivered become owed (the trigger itself is unaffected)."""
         entry = self.staged.get(trigger_id)
-        if entry is None or not entry[3]:
+        if entry is None or not entry.delivered:
             return
-        for i in entry[3]:
-            self.owed[i] = None
-            self.owed_uncommitted[i] = None
-            self.hold(i)
-        self.staged[trigger_id] = (*entry[:3], (), *entry[4:])
+        self._owe(entry.delivered)
+        entry.delivered = ()
 
     def handled(self, trigger_id: str) -> bool:
         """The host dealt with ``trigger_id`` without showing its block to the agent (a
@@ -680,24 +706,24 @@ class _State:
         if own is None:
             return []
         rest = "\n" + text + "\n"
-        if own[5]:
-            rest = rest.replace("\n" + own[5] + "\n", "\n", 1)
+        if own.text:
+            rest = rest.replace("\n" + own.text + "\n", "\n", 1)
         out = []
-        for k, entry in list(self.staged.items()):
-            if k == trigger_id or k in self.done or not entry[5]:
+        for k, entry in self.staged.items():
+            if k == trigger_id or entry.done or not entry.text:
                 continue
-            line = "\n" + entry[5] + "\n"
+            line = "\n" + entry.text + "\n"
             if line in rest:
                 rest = rest.replace(line, "\n", 1)
                 out.append(k)
         if not out:
             return []
         for k in (trigger_id, *out):
-            if self.staged[k][6] != context:
+            if self.staged[k].block != context:
                 self.owe_block(k)
         for k in out:
             self.finished(k)
-        self.absorbed_by.setdefault(trigger_id, []).extend(out)
+        own.merged.extend(out)
         return out
 
     def row_owed(self) -> tuple[str, ...]:
@@ -724,36 +750,34 @@ class _State:
         snap = self.staged.get(trigger_id)
         if snap is None:
             return False
-        cursor, held, seq, _delivered, n = snap[:5]
-        merged = self.absorbed_by.pop(trigger_id, [])  # queued after it, ran with it
+        merged, snap.merged = snap.merged, []  # queued after it, ran with it
         for k in merged:
             self.committed_held[k] = None
             if k in self.staged:
                 self._retire(k)
-        if n < self.committed_seq:  # a later turn committed first: the row already holds this one
+        if snap.seq < self.committed_seq:  # a later turn committed first: the row already holds this one
             self._retire(trigger_id)
             return True
-        self.committed_seq = n
-        self.committed_cursor = cursor
-        self.committed_held = dict.fromkeys([*held, *(i for n, i in self.own_log if n > seq), *merged])
+        self.committed_seq = snap.seq
+        self.committed_cursor = snap.cursor
+        self.committed_held = dict.fromkeys([*snap.held, *(i for n, i in self.own_log if n > snap.own_seq),
+                                             *merged])
         for k in list(self.staged):
             if k == trigger_id:
                 break
-            if k in self.done:
+            if self.staged[k].done:
                 self._retire(k)
             else:
-                self.unrun.update(dict.fromkeys((k, *self.staged[k][3])))
+                self.unrun.update(dict.fromkeys((k, *self.staged[k].delivered)))
         self._retire(trigger_id)
-        floor = min((v[2] for v in self.staged.values()), default=self.own_seq)
+        floor = min((v.own_seq for v in self.staged.values()), default=self.own_seq)
         self.own_log = [(n, i) for n, i in self.own_log if n > floor]
         return True
 
     def _retire(self, trigger_id: str) -> None:
         """Forget a staged turn that ran: what it delivered is no longer owed on paper."""
         entry = self.staged.pop(trigger_id)
-        self.done.discard(trigger_id)
-        self.absorbed_by.pop(trigger_id, None)
-        for i in (trigger_id, *entry[3]):
+        for i in (trigger_id, *entry.delivered):
             self.owed_uncommitted.pop(i, None)
             self.unrun.pop(i, None)
 
@@ -1046,9 +1070,8 @@ class ThreadFrontier:
                 st.fresh = False
                 st.unseen = {i for i in st.unseen if i not in st.held}
                 text, delivered = self._render(st, owed, (), {}, trigger, more_pending=False)
-                st.stage(trigger.event_id, delivered, trigger.body or "", text)
-                return text
-            text, delivered = await self._read_and_render(st, plan, trigger, retained, owed)
+            else:
+                text, delivered = await self._read_and_render(st, plan, trigger, retained, owed)
             st.stage(trigger.event_id, delivered, trigger.body or "", text)
             return text
 
@@ -1169,8 +1192,7 @@ class ThreadFrontier:
         for event_id, res in zip(ids, results):
             if isinstance(res, BaseException):
                 if isinstance(res, ChattoNotFound):
-                    st.owed.pop(event_id, None)
-                    st.owed_uncommitted.pop(event_id, None)
+                    st.forget_owed(event_id)
                 else:
                     logger.warning("Chatto frontier: fetching owed message %s failed (%s); kept for a later turn",
                                    event_id, res)
@@ -1178,8 +1200,7 @@ class ThreadFrontier:
             page, _ = res
             m = next((m for m in page.messages if m.event_id == event_id), None)
             if m is None or m.is_deleted:
-                st.owed.pop(event_id, None)
-                st.owed_uncommitted.pop(event_id, None)
+                st.forget_owed(event_id)
                 continue
             msgs.append(m)
             users.update(page.users or {})

@@ -913,6 +913,17 @@ def test_render_block_survives_out_of_range_timestamps():
 # messages posted after the trigger (fault suite cases 1-3: ~200-600 duplicates)
 
 
+async def _behind(tmp_path, missed: str, **kw) -> Sim:
+    """A thread whose session answered its first turn and then fell behind: ``missed``
+    (Carol) was posted while realtime was not watching, so the next turn reads once."""
+    s = Sim(tmp_path, **kw)
+    s.root_post(ALICE, "r")
+    await s.turn("q0")
+    s.thread.reply(s.root, CAROL, missed)  # not observed
+    s.f.realtime_gap(ROOM)
+    return s
+
+
 async def _turn_on(s: Sim, trigger: ChattoMessage, *, reply: str | None = "ok") -> str | None:
     """``block_for_turn`` for a trigger that is already posted (and observed), then the
     agent's reply like :meth:`Sim.turn`."""
@@ -929,11 +940,7 @@ async def test_block_never_holds_messages_posted_after_its_trigger(tmp_path, ret
     """Repro: the session is behind (a message realtime missed), A and B are posted quickly
     and both become turns. A's block has the missed message but not B (B is its own turn);
     B's block repeats nothing. Before the fix A's block quoted B and the agent saw B twice."""
-    s = Sim(tmp_path, retained=retained)
-    s.root_post(ALICE, "r")
-    await s.turn("q0")
-    s.thread.reply(s.root, CAROL, "missed by realtime")  # not observed
-    s.f.realtime_gap(ROOM)
+    s = await _behind(tmp_path, "missed by realtime", retained=retained)
     a = s.post(ALICE, "A question")
     b = s.post(CAROL, "B question")
     blk_a = await _turn_on(s, a)
@@ -952,11 +959,7 @@ async def test_block_never_holds_messages_posted_after_its_trigger(tmp_path, ret
 async def test_unaddressed_message_after_trigger_reaches_the_next_block(tmp_path):
     """A message after the trigger that never becomes a turn (not addressed, or a sender
     who failed the auth gate) is not in that trigger's block but in the next one's."""
-    s = Sim(tmp_path)
-    s.root_post(ALICE, "r")
-    await s.turn("q0")
-    s.thread.reply(s.root, CAROL, "missed")  # realtime gap
-    s.f.realtime_gap(ROOM)
+    s = await _behind(tmp_path, "missed")  # realtime gap
     a = s.post(ALICE, "A")
     c = s.post(CAROL, "chatter after A")  # observed, never a turn
     b = s.post(ALICE, "B")
@@ -1030,11 +1033,7 @@ async def test_row_never_stores_a_queued_turn_that_has_not_run(tmp_path):
     B, a host notice) and the gateway is killed. B's turn never ran, so after the restart
     B and what its block would have held come again; A, A's block and every own post do
     not. (Storing the in-memory frontier at the acknowledgement lost B.)"""
-    s = Sim(tmp_path)
-    s.root_post(ALICE, "r")
-    await s.turn("q0")
-    s.thread.reply(s.root, CAROL, "missed 1")  # realtime gap: A's block
-    s.f.realtime_gap(ROOM)
+    s = await _behind(tmp_path, "missed 1")  # realtime gap: A's block
     a = s.post(ALICE, "A")
     s.post(CAROL, "chatter between")  # B's block
     b = s.post(ALICE, "B")
@@ -1062,11 +1061,7 @@ async def test_unanswered_turn_is_owed_to_the_next_block(tmp_path):
     the agent never answered it, so its trigger and the messages its block delivered come
     in the next block of the session, exactly once, even though the session holds them on
     paper (no read re-delivers them)."""
-    s = Sim(tmp_path)
-    s.root_post(ALICE, "r")
-    await s.turn("q0")
-    s.thread.reply(s.root, CAROL, "missed while away")  # realtime gap: X's block
-    s.f.realtime_gap(ROOM)
+    s = await _behind(tmp_path, "missed while away")  # realtime gap: X's block
     x = s.post(ALICE, "X")
     assert bodies(await s.f.block_for_turn(s.key, "S1", x, True)) == ["missed while away"]
     s.f.turn_finished(s.key, x.event_id, ok=False)  # cancelled before its reply landed

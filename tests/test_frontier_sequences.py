@@ -37,6 +37,19 @@ async def run_seq(tmp_path, seed, *, window=20, max_bytes=8000, p_fail=0.2, p_oo
     def got(body):
         delivered[body] = delivered.get(body, 0) + 1
 
+    async def ingress(body):
+        """Alice posts ``body`` as a trigger; its block is computed at ingress."""
+        m = s.thread.reply(s.root, ALICE, body)
+        s._observe(m)
+        expected.add(m.body)
+        return m, await s.f.block_for_turn(s.key, "S1", m, s.retained)
+
+    async def enqueue(body):
+        m, blk = await ingress(body)
+        queue.append((m, blk))
+        log.append(("queued", m.body, bodies(blk)))
+        return blk
+
     async def run_one(idx, outcome):
         trig, block = queue.pop(idx)
         if outcome == "merge" and idx < len(queue):
@@ -73,8 +86,7 @@ async def run_seq(tmp_path, seed, *, window=20, max_bytes=8000, p_fail=0.2, p_oo
         log.append(("ran", trig.body, bodies(block)))
 
     # a first turn that ran: the session exists and its row is written (no seed later)
-    m0 = s.thread.reply(s.root, ALICE, "q0"); s._observe(m0); expected.add("q0")
-    queue.append((m0, await s.f.block_for_turn(s.key, "S1", m0, s.retained)))
+    queue.append(await ingress("q0"))
     await run_one(0, "ok")
     for step in range(steps):
         op = rnd.random()
@@ -88,17 +100,9 @@ async def run_seq(tmp_path, seed, *, window=20, max_bytes=8000, p_fail=0.2, p_oo
             expected.add(m.body)
             log.append(("cron", m.body))
         elif op < 0.65:
-            m = s.thread.reply(s.root, ALICE, f"a{n}")
-            s._observe(m)
-            expected.add(m.body)
-            blk = await s.f.block_for_turn(s.key, "S1", m, s.retained)
-            queue.append((m, blk))
-            log.append(("queued", m.body, bodies(blk)))
+            await enqueue(f"a{n}")
         elif rnd.random() < p_command:
-            m = s.thread.reply(s.root, ALICE, f"/cmd{n}")
-            s._observe(m)
-            expected.add(m.body)
-            blk = await s.f.block_for_turn(s.key, "S1", m, s.retained)
+            m, blk = await ingress(f"/cmd{n}")
             s.f.turn_handled(s.key, m.event_id)  # the host answers it itself; its block is dropped
             got(m.body)
             log.append(("command", m.body, bodies(blk)))
@@ -133,12 +137,7 @@ async def run_seq(tmp_path, seed, *, window=20, max_bytes=8000, p_fail=0.2, p_oo
         if empty >= 3 and st is not None and not st.pending and not st.owed:
             break
         s.f.realtime_gap(ROOM)
-        m = s.thread.reply(s.root, ALICE, f"final{k}")
-        s._observe(m)
-        expected.add(m.body)
-        blk = await s.f.block_for_turn(s.key, "S1", m, s.retained)
-        queue.append((m, blk))
-        log.append(("queued", m.body, bodies(blk)))
+        blk = await enqueue(f"final{k}")
         empty = empty + 1 if not blk else 0
         await run_one(0, "ok")
     lost = sorted(b for b in expected if b not in delivered)
