@@ -1209,21 +1209,23 @@ class ThreadFrontier:
 
     def _render(self, st: _State, owed: tuple[list[ChattoMessage], dict[str, ChattoUser]],
                 page_msgs: Sequence[ChattoMessage], page_users: Mapping[str, ChattoUser] | None,
-                trigger: ChattoMessage, *, more_pending: bool,
-                older_omitted: int = 0) -> tuple[str | None, list[str]]:
+                trigger: ChattoMessage, *, more_pending: bool, older_omitted: int = 0,
+                rendered: tuple[str, int] | None = None) -> tuple[str | None, list[str]]:
         """Render owed + page messages (time order) and take the owed ones that made it
         into the block off ``st.owed``. Returns ``(block or None, delivered ids)``; when
         not everything fits, trailing messages are left out (an owed one stays owed; the
-        caller re-plans the page part)."""
+        caller re-plans the page part). ``rendered``: the ``render_block_fit`` result
+        for exactly these messages and flags, when the caller has it already."""
         extra, extra_users = owed
         msgs = sorted([*extra, *page_msgs], key=lambda m: m.created_at or 0.0)
         if not msgs:
             return None, []
-        users = {**extra_users, **(page_users or {})}
-        pending = more_pending or len(st.owed) > len(extra)
-        text, n = render_block_fit(msgs, bot_user_id=self.bot_user_id, users=users, more_pending=pending,
-                                   max_bytes=self.max_bytes, older_omitted=older_omitted,
-                                   ref_time=trigger.created_at)
+        if rendered is None:
+            rendered = render_block_fit(msgs, bot_user_id=self.bot_user_id, users={**extra_users, **(page_users or {})},
+                                        more_pending=more_pending or len(st.owed) > len(extra),
+                                        max_bytes=self.max_bytes, older_omitted=older_omitted,
+                                        ref_time=trigger.created_at)
+        text, n = rendered
         shown = msgs[:n] if text else []
         if text:
             self.counters["blocks_delivered"] += 1
@@ -1269,22 +1271,25 @@ class ThreadFrontier:
                           window=window, limit=plan.limit, trigger_created_at=trigger.created_at)
         # what fits the byte bound (owed messages included, time order); a page message
         # that does not fit is not delivered: re-plan the page part with the smaller window
+        # one render when everything fits; otherwise re-plan the page part to what fitted
+        # and render again with the "more pending" note
         msgs = sorted([*owed[0], *d.messages], key=lambda m: m.created_at or 0.0)
-        cut = False
+        rendered = None
         if msgs:
-            _t, n = render_block_fit(msgs, bot_user_id=self.bot_user_id, users={**owed[1], **page.users},
-                                     more_pending=True, max_bytes=self.max_bytes,
-                                     older_omitted=d.older_omitted, ref_time=trigger.created_at)
-            if n < len(msgs):
-                cut = True
-                fit = {m.event_id for m in msgs[:n]}
+            rendered = render_block_fit(msgs, bot_user_id=self.bot_user_id, users={**owed[1], **page.users},
+                                        more_pending=d.more_pending or len(st.owed) > len(owed[0]),
+                                        max_bytes=self.max_bytes, older_omitted=d.older_omitted,
+                                        ref_time=trigger.created_at)
+            if rendered[1] < len(msgs):
+                fit = {m.event_id for m in msgs[:rendered[1]]}
                 owed = ([m for m in owed[0] if m.event_id in fit], owed[1])
                 d = plan_delivery(page, cursor=cursor, held=held_now, trigger_id=trigger.event_id,
                                   root_id=st.root_id, window=sum(1 for m in d.messages if m.event_id in fit),
                                   limit=plan.limit, trigger_created_at=trigger.created_at)
+                rendered = None
         text, delivered = self._render(st, owed, d.messages, page.users, trigger,
-                                       more_pending=d.more_pending or cut,
-                                       older_omitted=d.older_omitted)
+                                       more_pending=d.more_pending or rendered is None,
+                                       older_omitted=d.older_omitted, rendered=rendered)
         # ids noted while the page was in flight and not on it (posted after the read) stay held
         snap_set = set(snap_held)
         added = [i for i in held_now if i not in snap_set and i not in d.page_ids]
