@@ -24,7 +24,6 @@ Waiting is condition-based: :func:`wait_for` polls a predicate with a timeout.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -50,17 +49,9 @@ CHATTO_ENV = (
 async def wait_for(pred: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = "") -> Any:
     """Poll ``pred`` (sync or async) until it returns a truthy value; return it.
     Raises ``AssertionError`` naming ``what`` after ``timeout`` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        v = pred()
-        if inspect.isawaitable(v):
-            v = await v
-        if v:
-            return v
-        if loop.time() >= deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what or pred}")
-        await asyncio.sleep(interval)
+    from hermes_chatto.testing.harness import wait_until
+
+    return await wait_until(pred, timeout=timeout, interval=interval, what=what or pred, exc=AssertionError)
 
 
 @pytest.fixture()
@@ -279,27 +270,44 @@ async def start_gateway(chatto_world: Any, monkeypatch: Any, ids: dict, *, agent
     return Gateway(runner=runner, adapter=adapter, agent=agent, world=chatto_world, ids=ids)
 
 
+async def build_gateway(chatto_world: Any, monkeypatch: Any, write_config: Callable[..., Path], *,
+                        agent: "FakeAgent", allow_all: bool = True, allowed_users: str | None = None,
+                        extra: dict | None = None, env: dict | None = None, home_channel: bool = True,
+                        top: dict | None = None) -> "Gateway":
+    """Point the Chatto env vars and ``config.yaml`` at ``chatto_world`` and return
+    :func:`start_gateway`'s connected :class:`Gateway`. ``env`` values of ``None`` unset
+    the variable; ``home_channel`` sets ``CHATTO_HOME_CHANNEL`` to the demo channel (no
+    "No home channel" notice); ``top`` is merged into the top level of ``config.yaml`` (a
+    dict, not ``**kwargs``: its keys, e.g. ``agent``, would clash with the parameters)."""
+    ids = world_ids(chatto_world)
+    monkeypatch.setenv("CHATTO_URL", chatto_world.base_url)
+    monkeypatch.setenv("CHATTO_BOT_KEY", ids["bot_key"])
+    if home_channel:
+        monkeypatch.setenv("CHATTO_HOME_CHANNEL", ids["general"])
+    if allow_all:
+        monkeypatch.setenv("CHATTO_ALLOW_ALL_USERS", "true")
+    if allowed_users is not None:
+        monkeypatch.setenv("CHATTO_ALLOWED_USERS", allowed_users)
+    for k, v in (env or {}).items():
+        if v is None:
+            monkeypatch.delenv(k, raising=False)
+        else:
+            monkeypatch.setenv(k, v)
+    write_config(extra or {}, enabled=True, **(top or {}))
+    from hermes_chatto.config import clear_settings_cache
+
+    clear_settings_cache()
+    return await start_gateway(chatto_world, monkeypatch, ids, agent=agent)
+
+
 @pytest.fixture()
 async def gateway(hermes_home, write_config, chatto_world, monkeypatch):
     made: list[Gateway] = []
 
     async def _build(*, allow_all: bool = True, allowed_users: str | None = None, extra: dict | None = None,
                      reply: Callable[[AgentCall], str] | str | None = None, env: dict | None = None) -> Gateway:
-        ids = world_ids(chatto_world)
-        monkeypatch.setenv("CHATTO_URL", chatto_world.base_url)
-        monkeypatch.setenv("CHATTO_BOT_KEY", ids["bot_key"])
-        monkeypatch.setenv("CHATTO_HOME_CHANNEL", ids["general"])  # no "No home channel" notice
-        if allow_all:
-            monkeypatch.setenv("CHATTO_ALLOW_ALL_USERS", "true")
-        if allowed_users is not None:
-            monkeypatch.setenv("CHATTO_ALLOWED_USERS", allowed_users)
-        for k, v in (env or {}).items():
-            monkeypatch.setenv(k, v)
-        write_config(extra or {}, enabled=True)
-        from hermes_chatto.config import clear_settings_cache
-
-        clear_settings_cache()
-        gw = await start_gateway(chatto_world, monkeypatch, ids, agent=FakeAgent(reply))
+        gw = await build_gateway(chatto_world, monkeypatch, write_config, agent=FakeAgent(reply),
+                                 allow_all=allow_all, allowed_users=allowed_users, extra=extra, env=env)
         made.append(gw)
         return gw
 

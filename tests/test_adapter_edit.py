@@ -71,21 +71,17 @@ async def h(monkeypatch):
     monkeypatch.setattr(AIAgent, "interrupt", recording_interrupt)
     hs = Harness(mode="inprocess", nethook=False, allow_all_users=True, turn_timeout=30.0)
     try:
-        # Harness.start() step by step, with plugin discovery against the temp home
+        # plugin discovery against the temp home before the gateway starts
         # (this pytest process imported Hermes under another HERMES_HOME)
-        hs.run_dir.mkdir(parents=True, exist_ok=True)
-        hs.home.mkdir(parents=True, exist_ok=True)
-        await hs._start_chatto()
-        hs.model = GatedModel()
-        hs.model.start()
-        hs.write_home()
-        monkeypatch.setenv("HERMES_HOME", str(hs.home))
-        from hermes_chatto.config import clear_settings_cache
-        from hermes_cli.plugins import discover_plugins
+        def discover() -> None:
+            monkeypatch.setenv("HERMES_HOME", str(hs.home))
+            from hermes_chatto.config import clear_settings_cache
+            from hermes_cli.plugins import discover_plugins
 
-        clear_settings_cache()
-        discover_plugins(force=True)
-        await hs.start_gateway()
+            clear_settings_cache()
+            discover_plugins(force=True)
+
+        await hs.start(model=GatedModel, before_gateway=discover)
         hs.runs = runs
         hs.interrupts = interrupts
         yield hs

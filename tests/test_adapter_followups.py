@@ -12,19 +12,12 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import wait_for
+from conftest import idle, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
 HEAD = "[Earlier in this thread]"
 NOTICE = "No home channel is set"
-
-
-async def idle(gw, *, turns: int = 0, timeout: float = 20.0) -> None:
-    if turns:
-        await wait_for(lambda: len(gw.agent.calls) >= turns, timeout=timeout, what=f"{turns} turn(s)")
-    await wait_for(lambda: not gw.adapter._active_sessions and not gw.runner._running_agents,
-                   timeout=timeout, what="gateway idle")
 
 
 def thread_bodies(gw, room: str, root: str, author: str) -> list[str]:

@@ -136,6 +136,26 @@ def _which(messages, posted) -> list[int]:
     return [next((i for i, m in enumerate(posted) if text.endswith(m.body)), -1) for text in messages]
 
 
+async def _restart_after_missed(gateway, w, ids, root, monkeypatch):
+    """While the gateway is down: post the missed messages (:func:`_post_while_down`),
+    count ingress (:func:`_record_ingress`); then start a new gateway. Returns
+    ``(gw2, down, own, ingress, the bot's catch-ups during the restart)``."""
+    down, own = _post_while_down(w, ids, root)
+    ingress = _record_ingress(monkeypatch)
+    n_catchups = len(w.catchups)
+    gw2 = await gateway()
+    return gw2, down, own, ingress, [c for c in w.catchups[n_catchups:] if c.user_id == ids["bot"]]
+
+
+async def _turns_after_restart(gw2) -> list[str]:
+    """Wait for the 3 missed turns, post a late DM (anything late would come before it),
+    wait for its turn; returns the texts of ``gw2``'s turns."""
+    await idle(gw2, turns=3)
+    gw2.world.post(gw2.ids["alice"], gw2.ids["dm"], "after the restart")
+    await idle(gw2, turns=4)
+    return [c.message for c in gw2.agent.calls]
+
+
 async def test_restart_resumes_from_persisted_cursor_and_missed_messages_arrive_once(
         gateway, chatto_world, monkeypatch):
     from hermes_chatto.store import ResumeCursorStore
@@ -148,17 +168,9 @@ async def test_restart_resumes_from_persisted_cursor_and_missed_messages_arrive_
         assert store.load(ids["bot"]), "disconnect did not persist the resume cursor"
     finally:
         store.close()
-    down, own = _post_while_down(w, ids, root)
-    ingress = _record_ingress(monkeypatch)
-    n_catchups = len(w.catchups)
-
-    gw2 = await gateway()
-    bot_catchups = [c for c in w.catchups[n_catchups:] if c.user_id == ids["bot"]]
+    gw2, down, own, ingress, bot_catchups = await _restart_after_missed(gateway, w, ids, root, monkeypatch)
     assert [c.path for c in bot_catchups] == ["replay"], bot_catchups
-    await idle(gw2, turns=3)
-    w.post(ids["alice"], ids["dm"], "after the restart")  # anything late would come before it
-    await idle(gw2, turns=4)
-    msgs = [c.message for c in gw2.agent.calls]
+    msgs = await _turns_after_restart(gw2)
     assert sorted(_which(msgs[:3], down)) == [0, 1, 2] and msgs[3].endswith("after the restart"), msgs
     for m in down + [own]:
         assert ingress[m.event_id] == 1, (m.body, ingress[m.event_id])
@@ -183,16 +195,9 @@ async def test_restart_after_lost_cursor_writes_replays_handled_messages_once(ga
         store.save(ids["bot"], early)  # as if the writes after the first connect were lost
     finally:
         store.close()
-    down, own = _post_while_down(w, ids, root)
-    ingress = _record_ingress(monkeypatch)
-    n_catchups = len(w.catchups)
-
-    gw2 = await gateway()
-    assert [c.path for c in w.catchups[n_catchups:] if c.user_id == ids["bot"]] == ["replay"]
-    await idle(gw2, turns=3)
-    w.post(ids["alice"], ids["dm"], "after the restart")
-    await idle(gw2, turns=4)
-    msgs = [c.message for c in gw2.agent.calls]
+    gw2, down, own, ingress, bot_catchups = await _restart_after_missed(gateway, w, ids, root, monkeypatch)
+    assert [c.path for c in bot_catchups] == ["replay"]
+    msgs = await _turns_after_restart(gw2)
     assert sorted(_which(msgs[:3], down)) == [0, 1, 2] and msgs[3].endswith("after the restart"), msgs
     assert all(ingress[m.event_id] == 1 for m in down + [own])
     assert gw2.adapter.stats.get("room_activity_fetches", 0) == 0

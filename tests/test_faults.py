@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from conftest import FakeAgent, Gateway, start_gateway, wait_for, world_ids
+from conftest import FakeAgent, Gateway, build_gateway, wait_for, world_ids
 
 pytestmark = pytest.mark.timeout(170)
 
@@ -134,17 +134,10 @@ async def gw_factory(hermes_home, write_config, chatto_world, monkeypatch):
     made: list[Gateway] = []
 
     async def _build(*, reply: Any = "ack", extra: dict | None = None, agent: FakeAgent | None = None) -> Gateway:
-        ids = world_ids(chatto_world)
-        remember_key(ids["bot_key"])
-        monkeypatch.setenv("CHATTO_URL", chatto_world.base_url)
-        monkeypatch.setenv("CHATTO_BOT_KEY", ids["bot_key"])
-        monkeypatch.setenv("CHATTO_ALLOW_ALL_USERS", "true")
-        monkeypatch.delenv("CUSTOM_BASE_URL", raising=False)
-        write_config({"ack_reaction": "", **(extra or {})}, enabled=True, **OFFLINE_TOP)
-        from hermes_chatto.config import clear_settings_cache
-
-        clear_settings_cache()
-        gw = await start_gateway(chatto_world, monkeypatch, ids, agent=agent or FakeAgent(reply))
+        remember_key(world_ids(chatto_world)["bot_key"])
+        gw = await build_gateway(chatto_world, monkeypatch, write_config, agent=agent or FakeAgent(reply),
+                                 home_channel=False, env={"CUSTOM_BASE_URL": None},
+                                 extra={"ack_reaction": "", **(extra or {})}, top=OFFLINE_TOP)
         made.append(gw)
         return gw
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import inspect
 import json
 import os
 import shutil
@@ -159,20 +160,22 @@ def _squash(s: str) -> str:
 
 
 async def wait_until(pred: Callable[[], Awaitable[Any] | Any], *, timeout: float,
-                     interval: float = 0.05, what: str = "condition") -> Any:
+                     interval: float = 0.05, what: Any = "condition",
+                     exc: type[Exception] = TimeoutError) -> Any:
     """Poll ``pred`` (sync or async) until it returns a truthy value; return that value.
 
     A condition wait, not a fixed sleep: returns as soon as the condition holds. Raises
-    ``TimeoutError(what)`` after ``timeout`` seconds."""
+    ``exc`` (default ``TimeoutError``) naming ``what`` after ``timeout`` seconds (the test
+    kit's ``conftest.wait_for`` passes ``exc=AssertionError``)."""
     deadline = time.monotonic() + timeout
     while True:
         v = pred()
-        if asyncio.iscoroutine(v) or isinstance(v, asyncio.Future):
+        if inspect.isawaitable(v):
             v = await v
         if v:
             return v
         if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+            raise exc(f"timed out after {timeout:.0f} s waiting for {what}")
         await asyncio.sleep(interval)
 
 
@@ -351,16 +354,23 @@ class Harness:
     async def __aexit__(self, *exc: Any) -> None:
         await self.stop()
 
-    async def start(self) -> None:
+    async def start(self, *, model: Callable[[], ScriptedModel] | None = None,
+                    before_gateway: Callable[[], Any] | None = None) -> None:
         """Start Chatto, the model, write the Hermes home, start the gateway and wait until
         the bot's realtime session is subscribed. Raises ``TimeoutError`` /
-        ``RuntimeError`` (with the gateway log tail) when the gateway does not come up."""
+        ``RuntimeError`` (with the gateway log tail) when the gateway does not come up.
+
+        ``model``: factory for the model (default :class:`ScriptedModel`; tests pass a
+        subclass). ``before_gateway``: called (sync) after the Hermes home is written,
+        right before the gateway starts."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.home.mkdir(parents=True, exist_ok=True)
         await self._start_chatto()
-        self.model = ScriptedModel()
+        self.model = (model or ScriptedModel)()
         self.model.start()
         self.write_home()
+        if before_gateway is not None:
+            before_gateway()
         await self.start_gateway()
 
     async def stop(self) -> None:

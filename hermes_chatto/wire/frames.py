@@ -177,9 +177,9 @@ if tuple(f.name for f in dataclasses.fields(ChattoMessage)) != _MSG_FIELDS or tu
         f.name for f in dataclasses.fields(ChattoUser)) != ("id", "login", "display_name", "is_bot", "deleted"):
     raise ImportError("hermes_chatto.wire.types changed ChattoMessage/ChattoUser fields; update frames._msg/_user")
 
+#: size bound of each cache below (a full cache is cleared, not evicted one by one).
 _CACHE_LIMIT = 4096
 _USER_CACHE: dict[tuple, ChattoUser] = {}
-_USER_CACHE_LIMIT = _CACHE_LIMIT
 _PARTIAL_ROOM_CACHE: dict[bytes, ChattoRoom] = {}
 #: serialized ``RoomTimelineIncludes`` → its ``{user_id: ChattoUser}`` (copied on every hit).
 _INCLUDES_CACHE: dict[bytes, dict[str, ChattoUser]] = {}
@@ -193,7 +193,7 @@ def _user(u) -> ChattoUser:
     key = (u.id, u.login, u.display_name, u.is_bot, u.deleted)
     hit = _USER_CACHE.get(key)
     if hit is None:
-        if len(_USER_CACHE) >= _USER_CACHE_LIMIT:
+        if len(_USER_CACHE) >= _CACHE_LIMIT:
             _USER_CACHE.clear()
         hit = _USER_CACHE[key] = ChattoUser(*key)
     return hit
