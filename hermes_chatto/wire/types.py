@@ -15,7 +15,7 @@ Units: every timestamp is float **seconds** since the Unix epoch (UTC); ``None``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 #: Chatto's message body limit: 10,000 bytes of UTF-8 (``MaxMessageBodyLength`` in
 #: cli/internal/core/errors.go, compared with Go ``len(body)``). Not characters.
@@ -83,6 +83,18 @@ class ChattoRoom:
         return bool(self.permissions.get(permission, False))
 
 
+class ThreadKey(NamedTuple):
+    """One Chatto thread: the room and the thread root event id (a root message's own id).
+
+    The one spelling of "which thread" across the package (the thread index, the frontier,
+    the send path); hashable, so it keys maps and sets directly. A reply's id is never a
+    ``root_id``.
+    """
+
+    room_id: str
+    root_id: str
+
+
 @dataclass(frozen=True, slots=True)
 class ChattoMessage:
     """One message (proto ``chatto.api.v1.Message``, field numbers in spec §2.9).
@@ -128,6 +140,11 @@ class ChattoMessage:
     def thread_key(self) -> str:
         """The id of the thread this message belongs to: its root for a reply, itself for a root."""
         return self.thread_root_event_id or self.event_id
+
+    @property
+    def thread(self) -> ThreadKey:
+        """The :class:`ThreadKey` of the thread this message belongs to (itself for a root)."""
+        return ThreadKey(self.room_id, self.thread_root_event_id or self.event_id)
 
 
 @dataclass(frozen=True, slots=True)
