@@ -35,10 +35,20 @@ def _deps_importable() -> bool:
 
 
 def _factory(pconfig: Any):
-    """``adapter_factory``: imports the adapter (and the wire layer) only now."""
-    from .adapter import ChattoAdapter
+    """``adapter_factory``: imports the adapter (and the wire layer) only now.
 
-    return ChattoAdapter(pconfig)
+    A configuration error is logged as one line with its reason (``config.
+    report_config_error``, which reaches ``gateway.log``) and ``None`` is returned: the
+    host then logs its generic "adapter creation failed" instead of a traceback.
+    """
+    from .adapter import ChattoAdapter
+    from .config import ChattoConfigError, report_config_error
+
+    try:
+        return ChattoAdapter(pconfig)
+    except ChattoConfigError as exc:
+        report_config_error(exc)
+        return None
 
 
 def _validate(pconfig: Any) -> bool:

@@ -47,6 +47,13 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from hermes_chatto import compat
 
 logger = logging.getLogger("hermes_chatto.config")
+#: Why the platform did not start goes to this logger: Hermes' ``gateway.log`` keeps only
+#: records of loggers named ``gateway.*``, ``hermes_plugins.*`` or ``plugins.platforms.*``
+#: (``hermes_logging.COMPONENT_PREFIXES["gateway"]``), so a ``hermes_chatto.*`` record
+#: would reach ``agent.log`` / ``errors.log`` only, leaving ``gateway.log`` with the host's
+#: generic "adapter creation failed (check dependencies and config)".
+GATEWAY_LOGGER_NAME = "hermes_plugins.chatto"
+gateway_logger = logging.getLogger(GATEWAY_LOGGER_NAME)
 
 #: Hermes authorization env names (``PlatformEntry.allowed_users_env`` / ``allow_all_env``).
 ALLOWED_USERS_ENV = "CHATTO_ALLOWED_USERS"
@@ -741,29 +748,54 @@ def resolve_room_refs(attribute: str, refs: Iterable[str], rooms: Iterable[Any],
 
 
 def is_connected(pconfig: Any = None) -> bool:
-    """``PlatformEntry.is_connected``: True when a URL and a bot key are *present* in the
-    profile's scope or ``pconfig.extra`` (format not checked here — an invalid value still
-    counts so that ``validate_config`` reports it instead of the platform silently staying
-    off). No network, never raises."""
+    """``PlatformEntry.is_connected`` (and the ``chatto`` toolset's gate): True when a URL
+    and a bot key are *present* — each in the profile's scope (``.env`` / process
+    environment), else ``pconfig.extra``, else ``platforms.chatto.extra`` of the profile's
+    ``config.yaml``. Format not checked here: an invalid value still counts so that
+    ``validate_config`` reports it instead of the platform silently staying off. No
+    network, never raises.
+
+    ``config.yaml`` is read (only when the first two sources lack a value) because the host
+    does not always pass the loaded platform config: ``hermes gateway setup``'s menu and its
+    "No platforms configured" summary (``hermes_cli/gateway.py::_platform_status``) pass a
+    synthetic ``PlatformConfig(enabled=True)`` with an empty ``extra``, and the toolset gate
+    (``hermes doctor`` → ``model_tools.check_tool_availability``) passes nothing — while the
+    wizard writes the URL to ``config.yaml``.
+    """
     try:
         extra = _extra_of(pconfig)
-        url = compat.get_secret(URL_ENV, None) or extra.get("url")
-        key = compat.get_secret(BOT_KEY_ENV, None) or extra.get("bot_key")
-        return bool(str(url or "").strip() and str(key or "").strip())
+        file_extra: dict[str, Any] | None = None
+        found = []
+        for env, yaml_key in ((URL_ENV, "url"), (BOT_KEY_ENV, "bot_key")):
+            val = compat.get_secret(env, None) or extra.get(yaml_key)
+            if not str(val or "").strip():
+                if file_extra is None:
+                    file_extra = yaml_extra()
+                val = file_extra.get(yaml_key)
+            found.append(bool(str(val or "").strip()))
+        return all(found)
     except Exception as exc:  # pragma: no cover - defensive
         logger.debug("chatto is_connected failed: %s", redact(str(exc)))
         return False
 
 
+def report_config_error(exc: ChattoConfigError) -> None:
+    """Log ONE ERROR line "Chatto platform not started: <reason>" on
+    :data:`gateway_logger` (so it reaches ``gateway.log`` as well as ``errors.log``). The
+    reason names the setting by its three names and never contains the key
+    (``ChattoConfigError`` text is redacted)."""
+    gateway_logger.error("Chatto platform not started: %s", redact(str(exc)))
+
+
 def validate_config(pconfig: Any = None) -> bool:
     """``PlatformEntry.validate_config``: resolve the settings; on error log ONE line naming
-    the setting by its three names (never the key) and return False, so the gateway does not
-    half-start the adapter."""
+    the setting by its three names (never the key; :func:`report_config_error`) and return
+    False, so the gateway does not half-start the adapter."""
     try:
         load_settings(pconfig, require_key=True)
         return True
     except ChattoConfigError as exc:
-        logger.error("Chatto platform not started: %s", exc)
+        report_config_error(exc)
         return False
 
 
