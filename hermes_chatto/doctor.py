@@ -81,6 +81,22 @@ MSG_PROTOCOL_1 = "Chatto 0.4.x speaks realtime protocol 1; bot accounts need ≥
 _SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
 
 
+#: OpenSSL's words for "the peer did not answer with TLS" — what an ``https://`` URL gets
+#: from a plain-http server (``[SSL: WRONG_VERSION_NUMBER] wrong version number``; other
+#: OpenSSL releases/servers say ``PACKET_LENGTH_TOO_LONG`` or ``RECORD_LAYER_FAILURE``).
+_PLAIN_HTTP_SSL_ERRORS = ("WRONG_VERSION_NUMBER", "PACKET_LENGTH_TOO_LONG", "RECORD_LAYER_FAILURE")
+
+
+def plain_http_hint(url: str, error: BaseException | str) -> str:
+    """``"the server speaks plain http: use http://host[:port][/prefix]"`` when ``url`` is
+    ``https://…`` and ``error`` (an exception or its text) is OpenSSL's answer to a
+    server that does not speak TLS; ``""`` otherwise. Pure; never raises."""
+    text = str(error).upper()
+    if not str(url).lower().startswith("https://") or not any(w in text for w in _PLAIN_HTTP_SSL_ERRORS):
+        return ""
+    return f"the server speaks plain http: use http://{str(url)[len('https://'):]}"
+
+
 # --------------------------------------------------------------------------- versions
 
 
@@ -495,9 +511,10 @@ async def run_doctor(*, settings: ChattoSettings | None = None, home: str | os.P
                                    f"JSON response ({exc.http_status or '?'})", FIX_URL, _elapsed(t0)))
         return report
     except ChattoError as exc:
-        report.checks.append(Check("server", FAIL, f"cannot reach {settings.url}: {exc}",
-                                   "check the URL, DNS and firewall, and that the Chatto server is running; "
-                                   + FIX_URL, _elapsed(t0)))
+        hint = plain_http_hint(settings.url, exc)
+        fix = (f"{hint} (set {URL_ENV}, or url under {YAML_PREFIX} in config.yaml)" if hint else
+               "check the URL, DNS and firewall, and that the Chatto server is running; " + FIX_URL)
+        report.checks.append(Check("server", FAIL, f"cannot reach {settings.url}: {exc}", fix, _elapsed(t0)))
         return report
     supported = supports_bot_accounts(server.version)
     if supported is False:

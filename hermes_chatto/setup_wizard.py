@@ -55,7 +55,7 @@ async def validate_live(url: str, key: str, *, transport: Any = None, timeout: f
 
     Raises :class:`SetupValidationError` with the reason and its fix.
     """
-    from hermes_chatto.doctor import supports_bot_accounts
+    from hermes_chatto.doctor import plain_http_hint, supports_bot_accounts
     from hermes_chatto.wire.connect import ChattoClient
     from hermes_chatto.wire.errors import (
         ChattoCredentialError,
@@ -71,7 +71,9 @@ async def validate_live(url: str, key: str, *, transport: Any = None, timeout: f
                 f"{url} is not a Chatto server (wrong URL?): use the address you open Chatto at in a browser"
             ) from None
         except ChattoError as exc:
-            raise SetupValidationError(f"cannot reach the Chatto server at {url}: {redact(str(exc))}") from None
+            hint = plain_http_hint(url, exc)
+            raise SetupValidationError(f"cannot reach the Chatto server at {url}: {redact(str(exc))}"
+                                       + (f"; {hint}" if hint else "")) from None
     if supports_bot_accounts(server.version) is False:
         raise SetupValidationError(
             f"the server runs Chatto {server.version}; bot accounts need Chatto ≥ 0.5.0 "

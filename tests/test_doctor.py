@@ -316,3 +316,31 @@ async def test_setup_wizard_live_validation(srv):
     srv.set_protocol_version(1)
     with pytest.raises(SetupValidationError, match="need Chatto ≥ 0.5.0"):
         await validate_live(srv.base_url, srv.bot_key)
+
+
+async def test_https_against_the_plain_http_server_says_use_http(srv, home):
+    """https:// against the local (plain http) server on loopback: OpenSSL answers
+    ``[SSL: WRONG_VERSION_NUMBER]``; doctor and the setup wizard say what it means."""
+    from hermes_chatto.doctor import FAIL, run_doctor
+    from hermes_chatto.setup_wizard import SetupValidationError, validate_live
+
+    https = "https://" + srv.base_url[len("http://"):]
+    key = _configure(home, srv, url=https)
+    report = await run_doctor(environ={})
+    c = _by_name(report)["server"]
+    assert c.status == FAIL and "WRONG_VERSION_NUMBER" in c.detail
+    assert c.fix.startswith(f"the server speaks plain http: use {srv.base_url}") and "CHATTO_URL" in c.fix
+    _assert_no_secret(_outputs(report), key)
+    with pytest.raises(SetupValidationError, match="the server speaks plain http: use http://") as ei:
+        await validate_live(https, key)
+    assert srv.base_url in str(ei.value)
+
+
+def test_plain_http_hint_only_for_https_and_the_tls_mismatch():
+    from hermes_chatto.doctor import plain_http_hint
+
+    err = "could not reach https://h:1 (ConnectError: [SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1006))"
+    assert plain_http_hint("https://h:1/chat", err) == "the server speaks plain http: use http://h:1/chat"
+    assert plain_http_hint("http://h:1", err) == ""
+    assert plain_http_hint("https://h:1", "ConnectError: [Errno 111] Connection refused") == ""
+    assert plain_http_hint("https://h:1", "[SSL: CERTIFICATE_VERIFY_FAILED]") == ""
