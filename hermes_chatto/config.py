@@ -800,15 +800,22 @@ def validate_config(pconfig: Any = None) -> bool:
 
 
 def env_enablement() -> dict | None:
-    """``PlatformEntry.env_enablement_fn`` (0.19.0 ``gateway/config.py::_apply_env_overrides``).
+    """``PlatformEntry.env_enablement_fn`` (0.19.0 ``gateway/config.py::_apply_env_overrides``,
+    called by every ``load_gateway_config``: the gateway, ``hermes send``, cron).
 
     Reads the profile's scope. Returns ``None`` when neither ``CHATTO_URL``,
-    ``CHATTO_BOT_KEY`` nor ``CHATTO_HOME_CHANNEL`` is set, else a dict the host merges into
+    ``CHATTO_BOT_KEY``, ``CHATTO_HOME_CHANNEL`` nor a ``home_channel`` under
+    ``platforms.chatto.extra`` in ``config.yaml`` is set, else a dict the host merges into
     ``PlatformConfig.extra`` — ``{"url": <normalised CHATTO_URL>}`` when set (the key is
     never put into ``extra``) — plus ``"home_channel": {"chat_id", "name": "Home",
-    "thread_id"}`` when ``CHATTO_HOME_CHANNEL`` is set; the host pops it into a
-    ``HomeChannel``. This is what re-seeds the home channel after a restart (``/sethome``
-    only writes ``.env``, Hermes spec §5.4). The seed is only committed when
+    "thread_id"}``; the host pops it into the ``HomeChannel`` that ``hermes send --to
+    chatto`` and cron delivery use. Its source: ``CHATTO_HOME_CHANNEL`` (+
+    ``CHATTO_HOME_CHANNEL_THREAD_ID``), which ``/sethome`` writes to ``.env`` — this is what
+    re-seeds the home channel after a restart (Hermes spec §5.4) — else
+    ``platforms.chatto.extra.home_channel`` (+ ``home_thread``), the form ``hermes config
+    set`` accepts without a warning (``hermes config set CHATTO_HOME_CHANNEL …`` writes a
+    top-level config.yaml key instead, which the host bridges into the environment but
+    warns "not a recognized config key" about). The seed is only committed when
     :func:`is_connected` passes on it.
     """
     try:
@@ -816,6 +823,10 @@ def env_enablement() -> dict | None:
         key = (compat.get_secret(BOT_KEY_ENV, None) or "").strip()
         home = (compat.get_secret(HOME_CHANNEL_ENV, None) or "").strip()
         thread = (compat.get_secret(HOME_THREAD_ENV, None) or "").strip()
+        if not home:
+            extra = yaml_extra()
+            home = str(extra.get("home_channel") or "").strip()
+            thread = str(extra.get("home_thread") or "").strip() if home else ""
     except Exception as exc:  # pragma: no cover - defensive
         logger.debug("chatto env_enablement failed: %s", redact(str(exc)))
         return None
