@@ -16,10 +16,12 @@ import pytest
 
 from hermes_chatto.testing.harness import NETHOOK_SOURCE
 from hermes_chatto.testing.scripted_model import (
+    ReplyFacts,
     ScriptedModel,
     earlier_thread_lines,
     is_own_line,
     long_reply,
+    parse_reply,
     split_context,
 )
 
@@ -53,8 +55,10 @@ def test_streaming_reply_echoes_the_context_it_received(model):
         messages=[{"role": "system", "content": "sys"}, {"role": "user", "content": text}])
     chunks = list(stream)
     reply = "".join((c.choices[0].delta.content or "") for c in chunks if c.choices)
-    assert reply.startswith("REPLY#1: saw 2 earlier-thread lines (1 marked as mine)")
-    assert reply.endswith('last user text: "why did it fail?"')
+    assert parse_reply(reply) == ReplyFacts(n=1, earlier=2, own=1, text="why did it fail?")
+    assert reply == ('Scripted reply #1: I see 2 earlier messages in this thread (1 mine): '
+                     'Ops Helper (you): "Nightly build report: 1 failed"; Carol: "I can take it". '
+                     'You wrote: "why did it fail?"')
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
     assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 15
     assert model.turn_contexts() == [text]
@@ -94,7 +98,7 @@ def test_long_answer_request_gets_25kB_of_mixed_scripts(model):
     size = len(reply.encode("utf-8"))
     assert 25_000 <= size <= 26_000
     assert any(ord(ch) > 0xFFFF for ch in reply) and "Grüße" in reply and "中文" in reply
-    assert reply == long_reply("REPLY#1")
+    assert reply == long_reply("scripted reply #1")
 
 
 def test_block_parsing_helpers():
@@ -105,6 +109,20 @@ def test_block_parsing_helpers():
     assert len(lines) == 2 and is_own_line(lines[0]) and not is_own_line(lines[1])
     # "(you)" inside the text of someone else's line does not count as own
     assert not is_own_line("> Carol · 10:05: thanks (you) rock")
+
+
+def test_parse_reply_reads_back_every_default_reply_shape():
+    m = ScriptedModel()
+    one = m.default_reply(4, {"messages": [{"role": "user", "content":
+                                            "[Earlier in this thread]\n> Carol · 10:05: a \"quoted\" word: ok\n\n"
+                                            "[New message]\n[Alice] and now?"}]})
+    assert one == 'Scripted reply #4: I see 1 earlier message in this thread (0 mine): Carol: "a \'quoted\' word: ok". ' \
+                  'You wrote: "and now?"'
+    assert parse_reply(one) == ReplyFacts(4, 1, 0, "and now?")
+    none = m.default_reply(12, {"messages": [{"role": "user", "content": 'say "hi"'}]})
+    assert none == 'Scripted reply #12: I see no earlier messages from this thread. You wrote: "say \'hi\'"'
+    assert parse_reply(none) == ReplyFacts(12, 0, 0, "say 'hi'")
+    assert parse_reply(long_reply("scripted reply #1")) is None and parse_reply("scripted") is None
 
 
 def test_nethook_logs_and_blocks_non_loopback_connects(tmp_path):

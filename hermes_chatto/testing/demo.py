@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
 from hermes_chatto.testing.harness import Harness, Turn, install_nethook, utf8_len
-from hermes_chatto.testing.scripted_model import EARLIER_HEADER, is_own_line, split_context
+from hermes_chatto.testing.scripted_model import EARLIER_HEADER, is_own_line, parse_reply
 from hermes_chatto.wire.types import MAX_BODY_BYTES
 
 REPORT = ("Nightly build report #1842: 412 passed, 1 failed (test_upload_resume: timeout "
@@ -102,7 +102,7 @@ def _show_turn(step: Step, h: Harness, t: Turn, verbose: bool) -> None:
     if verbose:
         ctx = t.context
         if ctx:
-            step.out("      model received (last user message):")
+            step.out("      model received (last user message, verbatim):")
             for ln in ctx.splitlines():
                 step.out("      │ " + ln)
         else:
@@ -110,6 +110,37 @@ def _show_turn(step: Step, h: Harness, t: Turn, verbose: bool) -> None:
     for m in t.replies:
         step.out(f"    ← {h.label(m.author_id)}: {_short(m.body)}"
                  + (f"  [{utf8_len(m.body)} bytes]" if utf8_len(m.body) > 400 else ""))
+
+
+def context_section(turns: list[Turn], label: Callable[[str], str], general_id: str) -> list[str]:
+    """The demo's "per turn" section: for each turn a header (``turn <n> [<label>] <who> →
+    <room>: <trigger>``) and, each prefixed ``│``, every line of the last user message the
+    model received for it — the ``[Earlier in this thread]`` block when there is one, the
+    ``[New message]`` line and the trigger as Hermes delivered it (with its ``[<name>]``
+    prefix and any system note), unshortened; ``(model not called)`` when it was not."""
+    lines: list[str] = []
+    for n, t in enumerate(turns, 1):
+        where = "#general" if t.room_id == general_id else "DM"
+        thread = " (thread)" if t.trigger.thread_root_event_id else ""
+        lines.append(f"turn {n} [{t.label}] {label(t.trigger.author_id)} → {where}{thread}: "
+                     f"{_short(t.trigger.body, 80)}")
+        lines += ["    │ " + ln for ln in (t.context or "(model not called)").splitlines()]
+    return lines
+
+
+def name_people(h: Harness) -> str:
+    """Label everyone in the demo's output as Chatto shows them and as the model's context
+    names them: display name plus ``@login`` (``Ops Helper (@helper_bot)``). Returns the
+    one-line legend printed at the start."""
+    state = h.chatto.state
+    for uid in list(h.names):
+        with contextlib.suppress(Exception):
+            u = state.user(uid)
+            if u.display_name:
+                h.names[uid] = f"{u.display_name} (@{u.login})"
+    bot = h.label(h.bot_id)
+    return (f"names: the bot is {bot}; people are shown by display name and @login; the context the "
+            "model receives names authors by display name and marks the bot's own posts \"(you)\"")
 
 
 def _send_summary(out: str, err: str) -> str:
@@ -156,7 +187,7 @@ async def scenario_dm(h: Harness, step: Step, verbose: bool = True) -> None:
 
         step.check(GatewayRunner._run_agent.__module__ == "gateway.run",
                    "GatewayRunner._run_agent is Hermes' own (not stubbed)")
-    step.check(len(t.replies) == 1 and (t.replies[0].body or "").startswith("REPLY#"),
+    step.check(len(t.replies) == 1 and parse_reply(t.replies[0].body or "") is not None,
                "exactly one answer in the DM, the model's text")
     step.check(all(not m.thread_root_event_id for m in t.replies), "DM answer is a plain DM message")
     step.check(t.block is None, "no thread context in a DM")
@@ -191,15 +222,16 @@ async def scenario_cron(h: Harness, step: Step, verbose: bool = True) -> Turn | 
     if not new:
         return None
     report = new[0]
-    # Finding: 0.19.0's send engine treats only numeric refs as explicit ids; a Chatto room
-    # id (R…) needs the channel directory. Show what happens with an explicit target.
+    # Finding (README "Sending"): 0.19.0's target parser knows only built-in id formats. A
+    # room id the channel directory does not list is refused; one it lists is resolved and
+    # then dropped, so the text goes to the home channel instead.
     rc2, out2, err2 = await h.hermes_send("(explicit-target probe, ignore)",
                                           f"chatto:{h.rooms['general']}")
     step.note(f"finding: hermes send --to chatto:<room id> → exit {rc2}: {_send_summary(out2, err2)}"
-              + ("" if rc2 == 0 else " (hermes-agent 0.19.0 treats only numeric ids as explicit "
-                 "targets; use the home channel or the cron/standalone path)"))
+              + (" (hermes-agent 0.19.0 cannot address a Chatto room by id; `--to chatto` uses the home "
+                 "channel — see README, Sending)"))
     if rc2 == 0:
-        # It landed (the directory knew the room): keep the world tidy for later steps.
+        # It was delivered (to the home channel): keep the world tidy for later steps.
         probe = [m for m in h.room_messages("general") if m.body == "(explicit-target probe, ignore)"]
         for m in probe:
             h.chatto.delete(h.bot_id, m.room_id, m.event_id)
@@ -358,7 +390,9 @@ async def run(argv: list[str] | None = None, out: Callable[[str], None] = print)
         out("    ✘ " + setup.error)
     else:
         setup.note(f"Chatto {h.chatto.base_url}  model {h.model.base_url}  HERMES_HOME {h.home}")
-        setup.note(f"people: alice, bob (allowlisted), carol (not); bot @{h.bot_login}")
+        setup.note(name_people(h))
+        setup.note(f"people: {h.label(h.users['alice'])} and {h.label(h.users['bob'])} may talk to the bot; "
+                   f"{h.label(h.users['carol'])} may not")
         setup.check(True, f"gateway ({h.mode}) connected to Chatto; the bot's realtime socket is subscribed")
     try:
         if setup.ok:
@@ -381,19 +415,9 @@ async def run(argv: list[str] | None = None, out: Callable[[str], None] = print)
             if verbose:
                 _rule(out, "Transcript of the Chatto rooms (read as alice over the Chatto API)")
                 out(await h.format_transcript())
-                _rule(out, "Per turn: the context the model received (last user message)")
-                for n, t in enumerate(h.turns, 1):
-                    out(f"turn {n} [{t.label}] {h.label(t.trigger.author_id)} → "
-                        f"{'#general' if t.room_id == h.rooms['general'] else 'DM'}"
-                        f"{' (thread)' if t.trigger.thread_root_event_id else ''}: {_short(t.trigger.body, 80)}")
-                    block, trig = split_context(t.context)
-                    if block:
-                        for ln in block.splitlines():
-                            out("    │ " + ln)
-                        out("    │")
-                    body = trig if len(trig) < 300 else trig[:300] + " …"
-                    for ln in (body or "(model not called)").splitlines():
-                        out("    │ " + ln)
+                _rule(out, "Per turn: exactly what the model received (its last user message, verbatim)")
+                for ln in context_section(h.turns, h.label, h.rooms.get("general", "")):
+                    out(ln)
     finally:
         await h.stop()
         if args.keep:

@@ -17,13 +17,17 @@ Replies
       (:meth:`ScriptedModel.push`): a ``str`` or a ``dict`` with ``content``,
       ``tool_calls`` (``[{"name", "arguments"}]``) and ``delay`` (seconds); a dict
       without ``content`` and ``tool_calls`` gets the echo reply below (a slow echo).
-    * Otherwise the reply is deterministic and echoes the context it received::
+    * Otherwise the reply is deterministic and tells, in a sentence a person can read,
+      what context it received::
 
-          REPLY#<n>: saw <k> earlier-thread lines (<own> marked as mine); last user text: "<tail>"
+          Scripted reply #3: I see 2 earlier messages in this thread (1 mine): Ops Helper (you): "Nightly build …"; Carol: "I can take it". You wrote: "why did it fail?"
+          Scripted reply #1: I see no earlier messages from this thread. You wrote: "hello"
 
-      where ``<k>`` counts the lines of the ``[Earlier in this thread]`` block that Hermes
-      prepends to the user message (``MessageEvent.channel_context``), and ``<tail>`` is
-      the trigger text (the part after ``[New message]`` when present).
+      where the earlier messages are the lines of the ``[Earlier in this thread]`` block
+      Hermes prepends to the user message (``MessageEvent.channel_context``; "mine" = the
+      bot's own, marked ``(you)``), each quoted shortly, and "You wrote" is the trigger text
+      (after ``[New message]``, without Hermes' ``[<name>]`` prefix). :func:`parse_reply`
+      reads the facts back (number, earlier count, own count, trigger text) for tests.
     * A trigger containing ``long answer`` gets :func:`long_reply` (≈25,000 UTF-8 bytes of
       ASCII, umlauts, CJK and emoji in numbered lines) so the adapter must split it.
     * Non-streaming calls (auxiliary tasks such as title generation) get a short fixed
@@ -150,6 +154,49 @@ def long_reply(tag: str = "") -> str:
         size += len(line.encode()) + 1
     out.append(f"END-OF-LONG-ANSWER lines={i}")
     return "\n".join(out)
+
+
+#: :meth:`ScriptedModel.default_reply`'s sentence, read back by :func:`parse_reply`.
+_REPLY_RE = re.compile(
+    r'^Scripted reply #(?P<n>\d+): (?:I see no earlier messages from this thread'
+    r'|I see (?P<k>\d+) earlier messages? in this thread \((?P<own>\d+) mine\): .*)'
+    r'\. You wrote: "(?P<text>[^"]*)"$', re.S)
+_QUOTE_CHARS = 48
+
+
+@dataclass(frozen=True)
+class ReplyFacts:
+    """What a default reply says it saw: request number ``n``, ``earlier`` block lines,
+    ``own`` of them the bot's, and the trigger ``text`` (whitespace squashed, last 80
+    characters, ``"`` shown as ``'``)."""
+
+    n: int
+    earlier: int
+    own: int
+    text: str
+
+
+def parse_reply(reply: str) -> ReplyFacts | None:
+    """The facts of a :meth:`ScriptedModel.default_reply` sentence; ``None`` for any other
+    text (a scripted reply, a long answer, a bot message that is not the model's)."""
+    m = _REPLY_RE.match(reply or "")
+    if not m:
+        return None
+    return ReplyFacts(int(m["n"]), int(m["k"] or 0), int(m["own"] or 0), m["text"])
+
+
+def _quote_line(line: str) -> str:
+    """``> Ops Helper (you) · 10:02: Nightly build …`` → ``Ops Helper (you): "Nightly build …"``."""
+    s = line.strip()
+    s = s[1:].lstrip() if s.startswith(">") else s
+    head, sep, body = s.partition(": ")
+    if not sep:
+        head, body = "", s
+    author = head.split(" · ", 1)[0].strip()
+    body = " ".join(body.split()).replace('"', "'")
+    if len(body) > _QUOTE_CHARS:
+        body = body[:_QUOTE_CHARS - 1].rstrip() + "…"
+    return f'{author}: "{body}"' if author else f'"{body}"'
 
 
 @dataclass
@@ -310,12 +357,17 @@ class ScriptedModel:
         # Hermes appends a system note to the first-ever message of a fresh home.
         trigger_clean = trigger.split("\n\n[System note:", 1)[0]
         if LONG_TRIGGER in trigger_clean.lower():
-            return long_reply(f"REPLY#{n}")
+            return long_reply(f"scripted reply #{n}")
         lines = earlier_thread_lines(text)
         own = sum(1 for ln in lines if is_own_line(ln))
         tail = " ".join(trigger_clean.split())[-80:].replace('"', "'")
-        return (f'REPLY#{n}: saw {len(lines)} earlier-thread lines ({own} marked as mine); '
-                f'last user text: "{tail}"')
+        if lines:
+            quoted = "; ".join(_quote_line(ln) for ln in lines)
+            seen = (f"I see {len(lines)} earlier message{'s' if len(lines) != 1 else ''} in this thread "
+                    f"({own} mine): {quoted}")
+        else:
+            seen = "I see no earlier messages from this thread"
+        return f'Scripted reply #{n}: {seen}. You wrote: "{tail}"'
 
     def _next_reply(self, body: dict) -> tuple[int, dict, bool]:
         with self._lock:
@@ -448,5 +500,5 @@ class _Handler(BaseHTTPRequestHandler):
 __all__ = [
     "ScriptedModel", "ModelRequest", "last_user_text", "split_context",
     "earlier_thread_lines", "long_reply", "message_text", "MODEL_ID", "is_own_line",
-    "OWN_MARKER",
+    "OWN_MARKER", "ReplyFacts", "parse_reply",
 ]
