@@ -35,9 +35,10 @@ import logging
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -198,7 +199,8 @@ def normalize_url(raw: Any) -> str:
     shown = s if "@" not in s else "<url with credentials>"
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
         raise ValueError(
-            f"must be an http:// or https:// URL of the Chatto server (e.g. https://chat.example.com), got {shown[:80]!r}"
+            f"must be an http:// or https:// URL of the Chatto server (e.g. "
+            f"https://chat.example.com), got {shown[:80]!r}"
         )
     if parts.username or parts.password or "@" in parts.netloc:
         raise ValueError("must not contain user name or password; put the bot key in CHATTO_BOT_KEY")
@@ -358,17 +360,21 @@ class ChattoSettings(BaseSettings):
     url: str = _f("", URL_ENV, KIND_URL,
                   "Base URL of the Chatto server (≥ 0.5.0), http(s), no /api path; a deployment path prefix is kept.")
     bot_key: SecretStr | None = _f(None, BOT_KEY_ENV, KIND_SECRET,
-                                   "The bot account's API key cht_BK_U…; keep it in the profile's .env, never in config.yaml.")
+                                   "The bot account's API key cht_BK_U…; keep it in the profile's "
+                                   ".env, never in config.yaml.")
     allowed_users: list[str] = _f([], ALLOWED_USERS_ENV, KIND_LIST,
-                                  "Chatto user ids (U…) allowed to talk to the agent; '*' = everyone. Hermes authorization reads the env var.")
+                                  "Chatto user ids (U…) allowed to talk to the agent; '*' = everyone. "
+                                  "Hermes authorization reads the env var.")
     allow_all_users: bool = _f(False, ALLOW_ALL_ENV, KIND_BOOL,
-                               "Allow every Chatto user (skips the allow-list). Hermes authorization reads the env var.")
+                               "Allow every Chatto user (skips the allow-list). Hermes "
+                               "authorization reads the env var.")
     home_channel: str = _f("", HOME_CHANNEL_ENV, KIND_STR,
                            "Room id for cron / send_message deliveries without a target (/sethome writes it).")
     home_thread: str = _f("", HOME_THREAD_ENV, KIND_STR,
                           "Optional thread root event id inside the home channel.")
     require_mention: bool = _f(True, "CHATTO_REQUIRE_MENTION", KIND_BOOL,
-                               "In channels, only answer messages that @mention the bot (DMs and the bot's threads always answer).")
+                               "In channels, only answer messages that @mention the bot (DMs and the "
+                               "bot's threads always answer).")
     free_response_rooms: list[str] = _f([], "CHATTO_FREE_RESPONSE_ROOMS", KIND_LIST,
                                         "Room ids or names where the bot answers without a mention.")
     reply_in_thread: bool = _f(True, "CHATTO_REPLY_IN_THREAD", KIND_BOOL,
@@ -378,14 +384,17 @@ class ChattoSettings(BaseSettings):
     done_reaction: str = _f("", "CHATTO_DONE_REACTION", KIND_STR,
                             "Reaction shortcode added when the answer is delivered; '' (default) disables.")
     thread_context_window: int = _f(20, "CHATTO_THREAD_CONTEXT_WINDOW", KIND_INT,
-                                    "Max thread messages (count) put in the context block of a thread turn; 0 disables.",
+                                    "Max thread messages (count) put in the context block of a "
+                                    "thread turn; 0 disables.",
                                     ge=0, le=1000)
     thread_context_max_bytes: int = _f(8000, "CHATTO_THREAD_CONTEXT_MAX_BYTES", KIND_INT,
                                        "Max UTF-8 bytes of that context block.", ge=0, le=1_000_000)
     retained_rooms: list[str] = _f([], "CHATTO_RETAINED_ROOMS", KIND_LIST,
-                                   "Rooms (ids or names) to keep on the realtime socket first when the bot is in more than 64.")
+                                   "Rooms (ids or names) to keep on the realtime socket first when "
+                                   "the bot is in more than 64.")
     wire_log_level: str = _f("WARNING", "CHATTO_WIRE_LOG_LEVEL", KIND_STR,
-                             "Log level of the hermes_chatto.wire loggers (request/frame tracing at DEBUG; keys redacted).")
+                             "Log level of the hermes_chatto.wire loggers (request/frame "
+                             "tracing at DEBUG; keys redacted).")
 
     # -- sources ---------------------------------------------------------------------------
 
@@ -404,7 +413,7 @@ class ChattoSettings(BaseSettings):
 
     @classmethod
     def resolve(cls, extra: Mapping[str, Any] | None = None, *,
-                home_channel: tuple[str, str] | None = None, **overrides: Any) -> "ChattoSettings":
+                home_channel: tuple[str, str] | None = None, **overrides: Any) -> ChattoSettings:
         """Build (uncached) from the current scope + ``extra`` (``PlatformConfig.extra``) +
         ``home_channel`` (``(chat_id, thread_id)`` of ``PlatformConfig.home_channel``).
         Raises :class:`ChattoConfigError`."""
@@ -489,8 +498,7 @@ class ChattoSettings(BaseSettings):
         return hashlib.sha256(self.bot_key.get_secret_value().encode()).hexdigest()[:12]
 
     def __repr_args__(self):  # SecretStr already masks; keep repr short and safe.
-        for k, v in super().__repr_args__():
-            yield k, v
+        yield from super().__repr_args__()
 
 
 def _problems_from_validation(exc: ValidationError) -> list[SettingProblem]:
@@ -559,7 +567,8 @@ SETTINGS_TABLE: list[tuple[str, str, str, str, str, str]] = _build_table()
 def settings_table_markdown() -> str:
     """The settings table as GitHub markdown (for README / docs/settings-table.md)."""
     lines = [
-        "| Attribute | Environment variable | `config.yaml` key (`platforms.chatto.extra.…`) | Kind | Default | Meaning |",
+        "| Attribute | Environment variable | `config.yaml` key "
+        "(`platforms.chatto.extra.…`) | Kind | Default | Meaning |",
         "|---|---|---|---|---|---|",
     ]
     for attr, env, yaml_key, kind, default, doc in SETTINGS_TABLE:
@@ -581,7 +590,7 @@ def settings_table_markdown() -> str:
 # Loading with a scoped cache
 # ---------------------------------------------------------------------------------------
 
-_CACHE: "OrderedDict[tuple[str, str], ChattoSettings]" = OrderedDict()
+_CACHE: OrderedDict[tuple[str, str], ChattoSettings] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 
 
@@ -843,7 +852,7 @@ def env_enablement() -> dict | None:
     return seed or None
 
 
-def apply_wire_log_level(settings: "ChattoSettings") -> None:
+def apply_wire_log_level(settings: ChattoSettings) -> None:
     """Set the level of the ``hermes_chatto.wire`` loggers (request and realtime tracing)
     from ``settings.wire_log_level``. Frames are never dumped: the WebSocket library gets
     a logger that refuses DEBUG (``wire.realtime.WS_LOGGER``), because the realtime

@@ -37,20 +37,21 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from hermes_chatto import compat
 from hermes_chatto.config import (
     ALLOW_ALL_ENV,
     ALLOWED_USERS_ENV,
     BOT_KEY_ENV,
+    SETTINGS_TABLE,
     URL_ENV,
     YAML_PREFIX,
     ChattoConfigError,
     ChattoSettings,
-    SETTINGS_TABLE,
     load_settings,
     parse_bool,
     redact,

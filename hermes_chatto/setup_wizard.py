@@ -18,8 +18,9 @@ The key is never echoed, logged or written anywhere but ``.env``.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from hermes_chatto import compat
 from hermes_chatto.config import (

@@ -116,8 +116,8 @@ def test_parse_reply_reads_back_every_default_reply_shape():
     one = m.default_reply(4, {"messages": [{"role": "user", "content":
                                             "[Earlier in this thread]\n> Carol · 10:05: a \"quoted\" word: ok\n\n"
                                             "[New message]\n[Alice] and now?"}]})
-    assert one == 'Scripted reply #4: I see 1 earlier message in this thread (0 mine): Carol: "a \'quoted\' word: ok". ' \
-                  'You wrote: "and now?"'
+    assert one == ('Scripted reply #4: I see 1 earlier message in this thread (0 mine): '
+                   'Carol: "a \'quoted\' word: ok". You wrote: "and now?"')
     assert parse_reply(one) == ReplyFacts(4, 1, 0, "and now?")
     none = m.default_reply(12, {"messages": [{"role": "user", "content": 'say "hi"'}]})
     assert none == 'Scripted reply #12: I see no earlier messages from this thread. You wrote: "say \'hi\'"'

@@ -19,7 +19,6 @@ import asyncio
 import json
 
 import pytest
-
 from conftest import idle
 
 

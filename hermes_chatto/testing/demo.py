@@ -34,8 +34,8 @@ import json
 import sys
 import textwrap
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
 
 from hermes_chatto.testing.harness import Harness, Turn, install_nethook, utf8_len
 from hermes_chatto.testing.scripted_model import EARLIER_HEADER, is_own_line, parse_reply

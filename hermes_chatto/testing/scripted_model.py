@@ -20,7 +20,8 @@ Replies
     * Otherwise the reply is deterministic and tells, in a sentence a person can read,
       what context it received::
 
-          Scripted reply #3: I see 2 earlier messages in this thread (1 mine): Ops Helper (you): "Nightly build …"; Carol: "I can take it". You wrote: "why did it fail?"
+          Scripted reply #3: I see 2 earlier messages in this thread (1 mine): Ops Helper (you):
+          "Nightly build …"; Carol: "I can take it". You wrote: "why did it fail?"
           Scripted reply #1: I see no earlier messages from this thread. You wrote: "hello"
 
       where the earlier messages are the lines of the ``[Earlier in this thread]`` block
@@ -291,7 +292,7 @@ class ScriptedModel:
             srv.shutdown()
             srv.server_close()
 
-    def __enter__(self) -> "ScriptedModel":
+    def __enter__(self) -> ScriptedModel:
         self.start()
         return self
 
