@@ -23,6 +23,18 @@ from conftest import idle
 
 
 @pytest.fixture()
+def wire_level():
+    """A connect sets the process-wide ``hermes_chatto.wire`` level (``wire_log_level``):
+    put it back so later tests that capture wire DEBUG logs are not affected."""
+    import logging
+
+    lg = logging.getLogger("hermes_chatto.wire")
+    level = lg.level
+    yield
+    lg.setLevel(level)
+
+
+@pytest.fixture()
 def directory(hermes_home, monkeypatch):
     """The channel directory files of this test's Hermes home (the host computes their
     paths once, at import)."""
@@ -44,7 +56,7 @@ async def _send(target: str, text: str) -> dict:
                                               {"action": "send", "target": target, "message": text}))
 
 
-async def test_send_list_and_to_on_hermes_0_19_0(gateway, directory, chatto_world, capsys):
+async def test_send_list_and_to_on_hermes_0_19_0(wire_level, gateway, directory, chatto_world, capsys):
     """What `hermes send -l` lists and what `--to` does with it on 0.19.0. If this fails
     after a host upgrade, the host learnt plugin targets: update README "Sending"."""
     from hermes_cli.send_cmd import _list_targets
