@@ -92,8 +92,8 @@ async def _send_live(adapter: Any, room_ref: str, text: str, thread_id: str | No
         return {"error": f"refused: the bot is not a member of a room called {room_ref!r} "
                          "(use a room id or the exact name of a room the bot belongs to)"}
     meta = {"thread_id": thread_id} if thread_id else None
-    root = await adapter._thread_root_for(room.id, None, meta)
-    report = await adapter._deliver_chunks(room.id, text, thread_root_event_id=root)
+    root = await adapter.thread_root_for(room.id, None, meta)
+    report = await adapter.deliver(room.id, text, thread_root_event_id=root)
     return _result(room.id, root, report)
 
 
@@ -153,15 +153,16 @@ def chatto_send_message(args: dict, **_kw: Any) -> str:
     from .adapter import live_adapter
 
     adapter = live_adapter()
+    loop = adapter.loop if adapter is not None else None
     try:
-        if adapter is not None and adapter._loop is not None and adapter._loop.is_running():
+        if adapter is not None and loop is not None and loop.is_running():
             try:
                 running = asyncio.get_running_loop()
             except RuntimeError:
                 running = None
-            if running is adapter._loop:
+            if running is loop:
                 return json.dumps({"error": "refused: chatto_send_message cannot block the gateway loop"})
-            fut = asyncio.run_coroutine_threadsafe(_send_live(adapter, room, text, thread_id), adapter._loop)
+            fut = asyncio.run_coroutine_threadsafe(_send_live(adapter, room, text, thread_id), loop)
             result = fut.result(TOOL_TIMEOUT_S)
         else:
             result = _run_sync(_send_standalone(room, text, thread_id), TOOL_TIMEOUT_S)
