@@ -7,7 +7,6 @@ and runs the unseen replies through ingress. Real LocalChatto over loopback sock
 from __future__ import annotations
 
 import pytest
-
 from conftest import wait_for
 
 from hermes_chatto.wire.types import ThreadKey

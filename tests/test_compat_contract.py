@@ -24,12 +24,13 @@ def _owner(path: str) -> type:
 
 def _adapter():
     """A real ``BasePlatformAdapter`` instance (the Chatto adapter, no connection)."""
+    from gateway.config import PlatformConfig
+
     from hermes_chatto.adapter import ChattoAdapter
     from hermes_chatto.config import ChattoSettings
 
-    from gateway.config import PlatformConfig
-
-    settings = ChattoSettings.resolve({"url": "http://127.0.0.1:9", "bot_key": "cht_BK_Ubot0000000000b.c2VjcmV0LWtleS1mb3ItdGVzdHM"})
+    key = "cht_BK_Ubot0000000000b.c2VjcmV0LWtleS1mb3ItdGVzdHM"
+    settings = ChattoSettings.resolve({"url": "http://127.0.0.1:9", "bot_key": key})
     return ChattoAdapter(PlatformConfig(enabled=True), settings=settings)
 
 

@@ -103,7 +103,7 @@ class RoomDirectory:
         if (room is not None and room.kind) or client is None:
             return room
         try:
-            fetched = await client.get_room(room_id)
+            fetched: ChattoRoom = await client.get_room(room_id)
         except ChattoError:
             return room
         self.rooms[room_id] = fetched

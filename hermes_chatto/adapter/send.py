@@ -28,11 +28,11 @@ from ..wire.errors import (
     ChattoResourceExhausted,
     ChattoTransientError,
 )
+from ..wire.types import ThreadKey
 from .boundary import ErrorBoundary
 from .conn import Conn
 from .rooms import RoomDirectory
 from .threads import ThreadIndex
-from ..wire.types import ThreadKey
 
 logger = logging.getLogger("hermes_chatto.adapter")
 
