@@ -12,7 +12,7 @@ room, thread and text resumes at the failed chunk (already-posted chunks are nev
 re-sent).
 
 Note: hermes-agent 0.19.0 deliberately ships no model-callable send tool (its
-``send_message`` is for cron/CLI only, Hermes spec §5.1). This tool exists because the
+``send_message`` is for cron/CLI only). This tool exists because the
 project asks for it; it lives in its own ``chatto`` toolset so an operator must enable it
 explicitly (``hermes tools``), and it can only reach rooms the bot already belongs to.
 
