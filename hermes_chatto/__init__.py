@@ -78,18 +78,16 @@ def _setup() -> None:
 async def _standalone_send(pconfig: Any, chat_id: str, message: str, *, thread_id: str | None = None,
                            media_files: Any = None, force_document: bool = False) -> dict:
     """``standalone_sender_fn`` for cron / ``hermes send`` when no gateway runs in this
-    process: a short-lived ``ChattoClient`` with the profile's settings (scoped secret
-    reader), then the same send path as a reply (``adapter.deliver_text``: byte split,
-    one thread root, stop at the first failure, resume on retry). Media files are not
+    process: :func:`hermes_chatto.adapter.standalone.send_standalone` (a short-lived client
+    with the profile's settings, then the same send path as a reply: byte split, one
+    thread root, stop at the first failure, resume on retry). Media files are not
     supported yet and are reported in ``warnings``.
 
     Returns ``{"success": True, "message_id": <last>, "message_ids": [...]}`` or
     ``{"error": "chunk 2 of 3 failed: …", "message_ids": [<sent>]}``.
     """
-    from .adapter import deliver_text
+    from .adapter.standalone import RoomLookupError, send_standalone
     from .config import ChattoConfigError, load_settings
-    from .tools import resolve_thread_root
-    from .wire.connect import ChattoClient
     from .wire.errors import ChattoError
 
     try:
@@ -99,15 +97,13 @@ async def _standalone_send(pconfig: Any, chat_id: str, message: str, *, thread_i
     if not (message or "").strip():
         return {"error": "empty message"}
     try:
-        async with ChattoClient(settings.url, settings.bot_key) as client:
-            try:
-                room = await client.get_room(str(chat_id))
-            except ChattoError as e:
-                return {"error": f"Chatto room {chat_id}: {e}"}
-            root = await resolve_thread_root(client, room, thread_id)
-            report = await deliver_text(client, room.id, message, thread_root_event_id=root)
+        sent = await send_standalone(settings, str(chat_id), message, thread_id=thread_id)
+    except RoomLookupError as e:
+        return {"error": f"Chatto room {chat_id}: {e.cause}"}
     except ChattoError as e:
         return {"error": f"Chatto send failed: {e}"}
+    report = sent.report
+    assert report is not None  # a room looked up by id is never "no match"
     out: dict[str, Any]
     if report.ok:
         out = {"success": True, "message_id": report.sent_ids[-1] if report.sent_ids else None,

@@ -166,3 +166,157 @@ def session_metadata_api(store: Any):
     if callable(get) and callable(set_):
         return get, set_
     return None
+
+
+# ---------------------------------------------------------------------------------
+# Host private attributes: the one boundary
+#
+# Every private attribute of a Hermes object the plugin touches is read or called through
+# one accessor below, and listed in HOST_PRIVATES with the hermes-agent version it was
+# checked on. tests/test_compat_contract.py checks each entry against the installed
+# hermes-agent classes (attribute present, expected type, expected parameters), so a host
+# upgrade that changes one fails there, not somewhere deep in a turn.
+
+
+@dataclasses.dataclass(frozen=True)
+class HostPrivate:
+    """One private Hermes attribute the plugin relies on.
+
+    ``owner``: ``"module:Class"``; ``kind``: ``"dict"`` (an instance attribute holding a
+    ``dict``, set in ``__init__``), ``"attr"`` (an instance attribute set by a public setter),
+    ``"method"`` / ``"async method"``; ``params``: a method's parameter names after ``self``
+    (in order; the contract test compares them); ``checked_on``: hermes-agent version."""
+
+    owner: str
+    name: str
+    kind: str
+    params: tuple[str, ...] = ()
+    checked_on: str = "0.19.0"
+    why: str = ""
+
+
+_BASE = "gateway.platforms.base:BasePlatformAdapter"
+
+HOST_PRIVATES: tuple[HostPrivate, ...] = (
+    HostPrivate(_BASE, "_pending_messages", "dict",
+                why="guard key -> queued follow-up: edits of a queued message, orphan rescue"),
+    HostPrivate(_BASE, "_active_sessions", "dict", why="guard key -> interrupt event: which turns run"),
+    HostPrivate(_BASE, "_session_tasks", "dict", why="guard key -> turn task: whether an orphan has an owner"),
+    HostPrivate(_BASE, "_session_store", "attr", why="set by set_session_store(); session lookups, rewind"),
+    HostPrivate(_BASE, "_set_fatal_error", "method", ("code", "message", "retryable")),
+    HostPrivate(_BASE, "_notify_fatal_error", "async method"),
+    HostPrivate(_BASE, "_mark_connected", "method"),
+    HostPrivate(_BASE, "_mark_disconnected", "method"),
+    HostPrivate(_BASE, "_is_sender_authorized", "method", ("user_id", "chat_type", "chat_id")),
+    HostPrivate("gateway.run:GatewayRunner", "_evict_cached_agent", "method", ("session_key",),
+                why="what /undo does after a rewind: the next turn rebuilds from the transcript"),
+)
+
+
+def pending_messages(adapter: Any) -> dict[str, Any]:
+    """``BasePlatformAdapter._pending_messages`` (0.19.0): guard key → queued ``MessageEvent``."""
+    return adapter._pending_messages  # type: ignore[no-any-return]
+
+
+def active_sessions(adapter: Any) -> dict[str, Any]:
+    """``BasePlatformAdapter._active_sessions`` (0.19.0): guard key → interrupt ``asyncio.Event``
+    of the turn running for it."""
+    return adapter._active_sessions  # type: ignore[no-any-return]
+
+
+def session_tasks(adapter: Any) -> dict[str, Any]:
+    """``BasePlatformAdapter._session_tasks`` (0.19.0): guard key → the turn's ``asyncio.Task``."""
+    return adapter._session_tasks  # type: ignore[no-any-return]
+
+
+def session_store(adapter: Any) -> Any:
+    """``BasePlatformAdapter._session_store`` (0.19.0; set by ``set_session_store``): the
+    runner's ``SessionStore``, or ``None`` before the runner wired the adapter."""
+    return getattr(adapter, "_session_store", None)
+
+
+def set_fatal_error(adapter: Any, code: str, message: str, *, retryable: bool) -> None:
+    """``BasePlatformAdapter._set_fatal_error(code, message, *, retryable)`` (0.19.0)."""
+    adapter._set_fatal_error(code, message, retryable=retryable)
+
+
+async def notify_fatal_error(adapter: Any) -> None:
+    """``await BasePlatformAdapter._notify_fatal_error()`` (0.19.0): tell the runner."""
+    await adapter._notify_fatal_error()
+
+
+def mark_connected(adapter: Any) -> None:
+    """``BasePlatformAdapter._mark_connected()`` (0.19.0)."""
+    adapter._mark_connected()
+
+
+def mark_disconnected(adapter: Any) -> None:
+    """``BasePlatformAdapter._mark_disconnected()`` (0.19.0)."""
+    adapter._mark_disconnected()
+
+
+def is_sender_authorized(adapter: Any, user_id: str | None, chat_type: str | None,
+                         chat_id: str | None) -> bool | None:
+    """``BasePlatformAdapter._is_sender_authorized(user_id, chat_type, chat_id)`` (0.19.0):
+    ``False`` only when the runner's check refuses the sender (``None``: no check wired)."""
+    return adapter._is_sender_authorized(user_id, chat_type, chat_id)  # type: ignore[no-any-return]
+
+
+def evict_cached_agent(adapter: Any, session_key: str) -> bool:
+    """``GatewayRunner._evict_cached_agent(session_key)`` (0.19.0) of the adapter's runner,
+    when present; returns whether it was called. Raises what the runner raises."""
+    evict = getattr(getattr(adapter, "gateway_runner", None), "_evict_cached_agent", None)
+    if not callable(evict):
+        return False
+    evict(session_key)
+    return True
+
+
+# ---------------------------------------------------------------------------------
+# Public host types the adapter needs (imported here, never at an adapter module's top)
+
+
+def adapter_base_class() -> type:
+    """``gateway.platforms.base.BasePlatformAdapter`` (the class ``ChattoAdapter`` extends)."""
+    from gateway.platforms.base import BasePlatformAdapter
+
+    return BasePlatformAdapter
+
+
+def platform(name: str) -> Any:
+    """``gateway.config.Platform(name)``."""
+    from gateway.config import Platform
+
+    return Platform(name)
+
+
+def send_result(**kw: Any) -> Any:
+    """``gateway.platforms.base.SendResult(**kw)``."""
+    from gateway.platforms.base import SendResult
+
+    return SendResult(**kw)
+
+
+def text_message_type() -> Any:
+    """``gateway.platforms.base.MessageType.TEXT``."""
+    from gateway.platforms.base import MessageType
+
+    return MessageType.TEXT
+
+
+def outcome_succeeded(outcome: Any) -> bool:
+    """Whether a processing ``outcome`` is ``ProcessingOutcome.SUCCESS``."""
+    from gateway.platforms.base import ProcessingOutcome
+
+    return bool(outcome == ProcessingOutcome.SUCCESS)
+
+
+def classify_send_error(err: BaseException | None, text: str) -> str:
+    """The host's ``classify_send_error(err, text)`` (a ``SEND_ERROR_KINDS`` name), or
+    ``"unknown"`` when the host has none or it fails."""
+    try:
+        from gateway.platforms.base import classify_send_error as classify
+
+        return str(classify(err, text))
+    except Exception:  # noqa: BLE001 - an error kind is a hint, never a failure
+        return "unknown"

@@ -254,12 +254,11 @@ class RealtimeProbe:
 
 
 def realtime_url(base_url: str) -> str:
-    """``http(s)://host[/prefix]`` → ``ws(s)://host[/prefix]/api/realtime`` (spec §3.1)."""
-    if base_url.startswith("https://"):
-        return "wss://" + base_url[len("https://"):] + "/api/realtime"
-    if base_url.startswith("http://"):
-        return "ws://" + base_url[len("http://"):] + "/api/realtime"
-    raise ValueError("base URL must be http(s)")
+    """The realtime WebSocket URL of ``base_url``: :func:`hermes_chatto.wire.realtime.realtime_url`
+    (the one the adapter connects to). Raises ``ValueError`` for a non-http(s) URL."""
+    from hermes_chatto.wire.realtime import realtime_url as _realtime_url
+
+    return _realtime_url(base_url)
 
 
 async def realtime_probe(base_url: str, token: Any, *, connect: Callable[..., Any] | None = None,

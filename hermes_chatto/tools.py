@@ -1,10 +1,10 @@
 """Agent tool ``chatto_send_message`` (toolset ``chatto``, opt-in).
 
 Posts text to a Chatto room (id or name) — or a thread in it — that the bot is a
-member of, through the same send path as a reply (design-notes §3): the live adapter's
-``ChattoAdapter._deliver_chunks`` when the gateway of this profile runs in this process,
-else a short-lived client with the profile's settings (:func:`hermes_chatto.adapter.
-deliver_text`). Same byte-based chunks, same thread routing, same stop-at-first-failure.
+member of, through the same send path as a reply: the live adapter's
+``ChattoAdapter.deliver`` when the gateway of this profile runs in this process, else the
+stand-alone sender (:func:`hermes_chatto.adapter.standalone.send_standalone`: a short-lived
+client with the profile's settings). Same byte-based chunks, same thread routing, same stop-at-first-failure.
 
 On failure the tool returns a refusal that names the failed chunk (``chunk 2 of 3
 failed: …``) and lists the ids that went out; calling the tool again with the same
@@ -12,7 +12,7 @@ room, thread and text resumes at the failed chunk (already-posted chunks are nev
 re-sent).
 
 Note: hermes-agent 0.19.0 deliberately ships no model-callable send tool (its
-``send_message`` is for cron/CLI only, Hermes spec §5.1). This tool exists because the
+``send_message`` is for cron/CLI only). This tool exists because the
 project asks for it; it lives in its own ``chatto`` toolset so an operator must enable it
 explicitly (``hermes tools``), and it can only reach rooms the bot already belongs to.
 
@@ -92,38 +92,19 @@ async def _send_live(adapter: Any, room_ref: str, text: str, thread_id: str | No
         return {"error": f"refused: the bot is not a member of a room called {room_ref!r} "
                          "(use a room id or the exact name of a room the bot belongs to)"}
     meta = {"thread_id": thread_id} if thread_id else None
-    root = await adapter._thread_root_for(room.id, None, meta)
-    report = await adapter._deliver_chunks(room.id, text, thread_root_event_id=root)
+    root = await adapter.thread_root_for(room.id, None, meta)
+    report = await adapter.deliver(room.id, text, thread_root_event_id=root)
     return _result(room.id, root, report)
 
 
 async def _send_standalone(room_ref: str, text: str, thread_id: str | None) -> dict:
-    from .adapter import deliver_text, find_member_room
+    from .adapter.standalone import send_standalone
     from .config import load_settings
-    from .wire.connect import ChattoClient
 
-    settings = load_settings(None)
-    async with ChattoClient(settings.url, settings.bot_key) as client:
-        room = find_member_room(await client.list_rooms(), room_ref)
-        if room is None:
-            return {"error": f"refused: the bot is not a member of a room called {room_ref!r}"}
-        root = await resolve_thread_root(client, room, thread_id)
-        report = await deliver_text(client, room.id, text, thread_root_event_id=root)
-        return _result(room.id, root, report)
-
-
-async def resolve_thread_root(client: Any, room: Any, thread_id: str | None) -> str:
-    """Thread root for a send with an explicit ``thread_id``: ``""`` in DMs (no threads);
-    a reply id is mapped to its root via ``MessageService/GetMessage``."""
-    if not thread_id or getattr(room, "is_dm", False):
-        return ""
-    from .wire.errors import ChattoError
-
-    try:
-        m = await client.get_message(room.id, thread_id)
-        return m.thread_root_event_id or m.event_id or thread_id
-    except ChattoError:
-        return thread_id
+    sent = await send_standalone(load_settings(None), room_ref, text, thread_id=thread_id, by_name=True)
+    if sent.room is None or sent.report is None:
+        return {"error": f"refused: the bot is not a member of a room called {room_ref!r}"}
+    return _result(sent.room.id, sent.root, sent.report)
 
 
 def _result(room_id: str, root: str, report: Any) -> dict:
@@ -153,15 +134,16 @@ def chatto_send_message(args: dict, **_kw: Any) -> str:
     from .adapter import live_adapter
 
     adapter = live_adapter()
+    loop = adapter.loop if adapter is not None else None
     try:
-        if adapter is not None and adapter._loop is not None and adapter._loop.is_running():
+        if adapter is not None and loop is not None and loop.is_running():
             try:
                 running = asyncio.get_running_loop()
             except RuntimeError:
                 running = None
-            if running is adapter._loop:
+            if running is loop:
                 return json.dumps({"error": "refused: chatto_send_message cannot block the gateway loop"})
-            fut = asyncio.run_coroutine_threadsafe(_send_live(adapter, room, text, thread_id), adapter._loop)
+            fut = asyncio.run_coroutine_threadsafe(_send_live(adapter, room, text, thread_id), loop)
             result = fut.result(TOOL_TIMEOUT_S)
         else:
             result = _run_sync(_send_standalone(room, text, thread_id), TOOL_TIMEOUT_S)

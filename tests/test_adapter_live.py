@@ -47,7 +47,7 @@ async def test_dm_turn_and_own_echo_is_not_a_turn(gateway):
     gw.world.post(ids["alice"], ids["dm"], "second")
     await wait_for(lambda: len(bot_msgs(gw, ids["dm"])) == 2, what="second reply")
     assert [c.message for c in gw.agent.calls] == ["hello bot", "second"]
-    assert reply.event_id in gw.adapter._own_ids
+    assert reply.event_id in gw.adapter.threads.own
 
 
 async def test_channel_mention_then_thread_reply_same_session(gateway):
@@ -72,7 +72,7 @@ async def test_stranger_gets_pairing_code(gateway):
     w, ids = gw.world, gw.ids
     bob = w.create_user("bob", "Bob")
     dm = w.open_dm(bob.id, ids["bot"])
-    await wait_for(lambda: dm in gw.adapter._rooms, what="new DM known to the adapter")
+    await wait_for(lambda: dm in gw.adapter.rooms.rooms, what="new DM known to the adapter")
     w.post(bob.id, dm, "hi, who are you?")
     await wait_for(lambda: bot_msgs(gw, dm), what="pairing answer")
     assert gw.agent.calls == []
@@ -228,7 +228,7 @@ async def test_own_post_from_another_path_reaches_next_thread_turn(gateway):
                                                thread_id=trig.event_id)
     assert res.get("success"), res
     report_id = res["message_ids"][0]
-    await wait_for(lambda: report_id in gw.adapter._own_ids or report_id in gw.adapter._roots,
+    await wait_for(lambda: report_id in gw.adapter.threads.own or report_id in gw.adapter.threads.roots,
                    what="echo of the report seen")
     w.reply(ids["alice"], ids["general"], trig.event_id, "@helper_bot is the report good?")
     await wait_for(lambda: len(gw.agent.calls) == 2, what="second turn")

@@ -7,8 +7,9 @@ and runs the unseen replies through ingress. Real LocalChatto over loopback sock
 from __future__ import annotations
 
 import pytest
-
 from conftest import wait_for
+
+from hermes_chatto.wire.types import ThreadKey
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -48,9 +49,9 @@ async def test_gap_reply_in_joined_thread_is_one_turn_unjoined_is_none(chatto_wo
     other = srv.post(bob, general, "bob's own topic")
     srv.reply(alice, general, other.event_id, "alice chimes in")
     await _idle(gw)
-    key = general + "\x00" + trig.event_id
-    await wait_for(lambda: ad._thread_counts.get(key) == 1, what="the bot's own reply seen in realtime")
-    await wait_for(lambda: ad._thread_counts.get(general + "\x00" + other.event_id) == 1,
+    key = ThreadKey(general, trig.event_id)
+    await wait_for(lambda: ad.threads.reply_count(key) == 1, what="the bot's own reply seen in realtime")
+    await wait_for(lambda: ad.threads.reply_count(ThreadKey(general, other.event_id)) == 1,
                    what="alice's reply in bob's thread seen in realtime")
     assert _said(gw) == ["how do I rotate the logs?"]
     reads = ad.stats["reset_thread_reads"]
@@ -71,7 +72,7 @@ async def test_gap_reply_in_joined_thread_is_one_turn_unjoined_is_none(chatto_wo
     assert call.message.endswith("and what about the rotated ones?")
     assert call.source.thread_id == trig.event_id
     assert ad.stats["reset_thread_reads"] == reads + 1, "one read: the moved joined thread only"
-    assert ad._seen is not None and gap.event_id in ad._seen
+    assert ad.conn.seen is not None and gap.event_id in ad.conn.seen
     await wait_for(lambda: len(_bot_replies(gw, general, trig.event_id)) == 2, what="the answer to the gap reply")
 
     # a live follow-up is the next turn: the gap reply is neither a turn again nor a block line

@@ -94,16 +94,16 @@ async def test_quick_answer_racing_the_reply_response_does_not_get_the_reply_in_
 
 
 def _record_ingress(monkeypatch) -> Counter:
-    from hermes_chatto.adapter import ChattoAdapter
+    from hermes_chatto.adapter.inbound import Inbound
 
     seen: Counter = Counter()
-    real = ChattoAdapter._on_new_message
+    real = Inbound.on_new_message
 
     async def on_new_message(self, msg, projection_id, **kw):
         seen[msg.event_id] += 1
         return await real(self, msg, projection_id, **kw)
 
-    monkeypatch.setattr(ChattoAdapter, "_on_new_message", on_new_message)
+    monkeypatch.setattr(Inbound, "on_new_message", on_new_message)
     return seen
 
 

@@ -35,7 +35,7 @@ async def thread_with_x_running(gw, x_text: str):
     gw.agent.gate = asyncio.Event()
     x = w.reply(alice, room, root, x_text)
     await wait_for(lambda: len(gw.agent.calls) >= 2, what="the turn of X running")
-    return room, alice, root, x, gw.adapter._trigger_keys[x.event_id]
+    return room, alice, root, x, gw.adapter.turns.trigger_keys[x.event_id]
 
 
 async def test_cancelled_turn_reaches_the_next_block_once(gateway, chatto_world):
@@ -69,7 +69,7 @@ async def test_follow_up_discarded_by_the_host_is_owed(gateway, chatto_world):
     room, alice, root, x, key = await thread_with_x_running(gw, "X question")
     y = w.reply(alice, room, root, "Y follow-up that gets discarded")
     await wait_for(lambda: key in gw.adapter._pending_messages, what="Y queued")
-    src = gw.adapter._processing[key].source
+    src = gw.adapter.turns.processing[key].source
     await gw.runner._interrupt_and_clear_session(key, src, interrupt_reason="Stop requested",
                                                  invalidation_reason="stop", release_running_state=False)
     await gw.adapter._frontier.flush()  # a busy acknowledgement may still be in flight
@@ -92,10 +92,10 @@ async def test_follow_ups_merged_by_the_busy_text_debounce(gateway, chatto_world
     w, bot = gw.world, gw.ids["bot"]
     room, alice, root, x, key = await thread_with_x_running(gw, "X question")
     y = w.reply(alice, room, root, "Y follow-up")
-    await wait_for(lambda: y.event_id in gw.adapter._trigger_keys, what="Y ingested")
+    await wait_for(lambda: y.event_id in gw.adapter.turns.trigger_keys, what="Y ingested")
     w.reply(bot, room, root, "CRON: nightly build red")  # a cron / hermes send post
     wv = w.reply(alice, room, root, "W follow-up")
-    await wait_for(lambda: wv.event_id in gw.adapter._trigger_keys, what="W ingested")
+    await wait_for(lambda: wv.event_id in gw.adapter.turns.trigger_keys, what="W ingested")
     await wait_for(lambda: key in gw.adapter._pending_messages, timeout=10, what="the debounce flushed")
     merged = gw.adapter._pending_messages[key]
     assert merged.message_id == wv.event_id and merged.text == "Y follow-up\nW follow-up", merged

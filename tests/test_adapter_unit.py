@@ -40,7 +40,7 @@ class Unit:
 
     async def inbound(self, author, room, body, *, thread_root="", replay_of=None):
         m = replay_of or self.server.post(author, room, body, thread_root=thread_root)
-        await self.adapter._on_realtime_event(NewMessage(message=m, projection_id=m.event_id))
+        await self.adapter.inbound.on_event(NewMessage(message=m, projection_id=m.event_id))
         return m
 
     def bot_msgs(self):
@@ -183,7 +183,7 @@ async def test_edit_of_in_flight_trigger_replaces_turn(unit):
 
     edited = replace(m, body="what is 3+3?", updated_at=(m.created_at or 0) + 5)
     u.server.messages[m.event_id] = edited
-    await u.adapter._on_realtime_event(MessageEdited(message=edited, projection_id="Eeditfact"))
+    await u.adapter.inbound.on_event(MessageEdited(message=edited, projection_id="Eeditfact"))
     u.agent.gate.set()
     await wait_for(lambda: len(u.agent.calls) == 2, what="replacement turn")
     await u.idle()
@@ -193,7 +193,7 @@ async def test_edit_of_in_flight_trigger_replaces_turn(unit):
     assert u.adapter.stats["edits_replaced"] == 1
     # an edit of an older message does nothing
     older = replace(edited, body="changed again", updated_at=(m.created_at or 0) + 9)
-    await u.adapter._on_realtime_event(MessageEdited(message=older, projection_id="Eedit2"))
+    await u.adapter.inbound.on_event(MessageEdited(message=older, projection_id="Eedit2"))
     await u.idle()
     assert len(u.agent.calls) == 2
 
@@ -289,13 +289,13 @@ async def test_room_activity_fetches_root_in_unretained_room(unit):
 
     far = "Rfar00000000000"
     u.server.rooms[far] = ChattoRoom(id=far, kind="channel", name="far", is_member=True)
-    u.adapter._rooms[far] = u.server.rooms[far]  # known but not retained (over the cap)
+    u.adapter.rooms.rooms[far] = u.server.rooms[far]  # known but not retained (over the cap)
     m = u.server.post(ALICE, far, "@helper_bot from afar")
-    await u.adapter._on_realtime_event(RoomActivity(room_id=far, projection_id=m.event_id, actor_id=ALICE.id))
+    await u.adapter.inbound.on_event(RoomActivity(room_id=far, projection_id=m.event_id, actor_id=ALICE.id))
     await wait_for(lambda: u.bot_msgs(), what="reply in unretained room")
     assert u.bot_msgs()[0].room_id == far
     # NOT_FOUND (not a message fact) is ignored
-    await u.adapter._on_realtime_event(RoomActivity(room_id=far, projection_id="Enotamessage", actor_id=ALICE.id))
+    await u.adapter.inbound.on_event(RoomActivity(room_id=far, projection_id="Enotamessage", actor_id=ALICE.id))
     await u.idle()
     assert len(u.agent.calls) == 1
 
@@ -417,11 +417,11 @@ async def test_reset_gap_messages_are_recovered_not_history(unit):
 
     u = await unit()
     old = u.server.post(ALICE, GENERAL, "@helper_bot old history")
-    await u.adapter._on_realtime_event(TimelineReplaced(room_id=GENERAL, messages=(old,)))
+    await u.adapter.inbound.on_event(TimelineReplaced(room_id=GENERAL, messages=(old,)))
     await u.idle()
     assert u.agent.calls == []
     gap = u.server.post(ALICE, GENERAL, "@helper_bot posted during the reset")
-    await u.adapter._on_realtime_event(TimelineReplaced(room_id=GENERAL, messages=(old, gap)))
+    await u.adapter.inbound.on_event(TimelineReplaced(room_id=GENERAL, messages=(old, gap)))
     await wait_for(lambda: u.agent.calls, what="gap message turn")
     await u.idle()
     assert len(u.agent.calls) == 1 and u.agent.calls[0].message.endswith("@helper_bot posted during the reset")
@@ -486,18 +486,41 @@ async def test_message_in_room_joined_mid_run_before_hydration_is_not_lost(unit)
     new_dm = "Rdmnew00000000b"
     u.server.rooms[new_dm] = ChattoRoom(id=new_dm, kind="dm", is_member=True)
     older = u.server.post(BOB, new_dm, "old history line")
-    await u.adapter._on_realtime_event(RoomUpdated(room=u.server.rooms[new_dm], partial=False))
-    assert new_dm in u.adapter._retained
+    await u.adapter.inbound.on_event(RoomUpdated(room=u.server.rooms[new_dm], partial=False))
+    assert new_dm in u.adapter.rooms.retained
     await wait_for(lambda: u.adapter._realtime.hydrated == [new_dm], what="hydrate_room sent")
     m = u.server.post(BOB, new_dm, "hello, are you there?")
-    await u.adapter._on_realtime_event(RoomActivity(room_id=new_dm, projection_id=m.event_id, actor_id=BOB.id))
+    await u.adapter.inbound.on_event(RoomActivity(room_id=new_dm, projection_id=m.event_id, actor_id=BOB.id))
     await wait_for(lambda: u.agent.calls, what="turn from room_activity during hydration")
-    await u.adapter._on_realtime_event(TimelineReplaced(room_id=new_dm, messages=(older, m)))
-    await u.adapter._on_realtime_event(NewMessage(message=m, projection_id=m.event_id))
+    await u.adapter.inbound.on_event(TimelineReplaced(room_id=new_dm, messages=(older, m)))
+    await u.adapter.inbound.on_event(NewMessage(message=m, projection_id=m.event_id))
     await u.idle()
     assert [c.message for c in u.agent.calls] == ["hello, are you there?"]
     # covered now: room_activity of a retained, hydrated room does not fetch
     fetches = u.adapter.stats["room_activity_fetches"]
     m2 = u.server.post(BOB, new_dm, "next")
-    await u.adapter._on_realtime_event(RoomActivity(room_id=new_dm, projection_id=m2.event_id, actor_id=BOB.id))
+    await u.adapter.inbound.on_event(RoomActivity(room_id=new_dm, projection_id=m2.event_id, actor_id=BOB.id))
     assert u.adapter.stats["room_activity_fetches"] == fetches
+
+
+async def test_thread_turns_with_thread_context_off_raise_nothing(unit, monkeypatch, caplog):
+    """The issue's example: with ``thread_context_window=0`` the old no-op frontier shim had a
+    stale ``turn_started`` signature, so every thread turn raised a TypeError that was
+    swallowed at DEBUG. Now the real frontier always runs; thread turns are answered and no
+    hook fails (none is counted, none is logged)."""
+    import logging
+
+    monkeypatch.setenv("CHATTO_THREAD_CONTEXT_WINDOW", "0")
+    caplog.set_level(logging.DEBUG, logger="hermes_chatto")
+    u = await unit()
+    assert u.adapter.conn.settings.thread_context_window == 0 and u.adapter._frontier is not None
+    trig = await u.inbound(ALICE, GENERAL, "@helper_bot start a thread")
+    await wait_for(lambda: u.bot_msgs(), what="first reply")
+    await u.idle()
+    await u.inbound(ALICE, GENERAL, "and a follow-up", thread_root=trig.event_id)
+    await wait_for(lambda: len(u.bot_msgs()) == 2, what="thread reply")
+    await u.idle()
+    assert all(m.thread_root_event_id == trig.event_id for m in u.bot_msgs())
+    assert u.adapter.stats["hook_errors"] == 0, u.adapter.stats
+    assert not [r for r in caplog.records if "TypeError" in r.getMessage() or
+                (r.exc_info and r.exc_info[0] is TypeError)]

@@ -355,7 +355,7 @@ async def test_10_room_beyond_retained_cap_reads_every_turn(gateway, chatto_worl
     far = w.create_channel("far-away", [ids["alice"], ids["bot"], carol.id])
     far_id = far.id if hasattr(far, "id") else far
     gw = await make_gateway(gateway, chatto_world)
-    assert far_id not in gw.adapter._retained and len(gw.adapter._retained) == 64
+    assert far_id not in gw.adapter.rooms.retained and len(gw.adapter.rooms.retained) == 64
     fr = gw.adapter._frontier
     n = len(gw.agent.calls)
     root = w.post(ids["alice"], far_id, "@helper_bot ping from far away")
@@ -369,7 +369,7 @@ async def test_10_room_beyond_retained_cap_reads_every_turn(gateway, chatto_worl
         k = len(gw.agent.calls)
         before = len(bot_replies(gw, far_id, root.event_id))
         m = w.reply(ids["alice"], far_id, root.event_id, text)
-        await gw.adapter._on_new_message(gw.world.get_message(far_id, m.event_id), m.event_id, retained=False)
+        await gw.adapter.inbound.on_new_message(gw.world.get_message(far_id, m.event_id), m.event_id, retained=False)
         await idle(gw, turns=k + 1)
         await wait_for(lambda: len(bot_replies(gw, far_id, root.event_id)) > before, what="reply")
         await idle(gw)

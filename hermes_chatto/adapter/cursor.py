@@ -1,0 +1,107 @@
+"""The resume-cursor keeper: where a restarted gateway resumes the realtime stream.
+
+The realtime session reports the cursor up to which it has processed every event; this
+unit keeps the newest one and persists it (one small row, off the event loop) at most every
+:data:`CURSOR_SAVE_INTERVAL_S`. A crash loses at most that interval of cursor progress; the
+replay that follows is deduplicated by the persistent seen-set, which is flushed before
+each cursor write (every id at or before the stored cursor must be on disk first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from .conn import Conn
+
+logger = logging.getLogger("hermes_chatto.adapter")
+
+#: Minimum seconds between two writes of the realtime resume cursor to the state file.
+CURSOR_SAVE_INTERVAL_S = 2.0
+
+
+def make_cursor_store() -> Any:
+    """The persistent :class:`hermes_chatto.store.ResumeCursorStore`, or ``None`` when the
+    state file cannot be opened (a restart then starts from the reset path)."""
+    from ..store import ResumeCursorStore
+
+    try:
+        return ResumeCursorStore()
+    except Exception as exc:  # noqa: BLE001 - e.g. read-only home: degrade, do not fail connect
+        logger.warning("Chatto: resume-cursor store unavailable (%s); a restart will reset", exc)
+        return None
+
+
+class CursorKeeper:
+    """Owns the cursor (``cursor``), its store and the throttled background write."""
+
+    def __init__(self, conn: Conn, *, interval_s: float = CURSOR_SAVE_INTERVAL_S) -> None:
+        self._conn = conn
+        self._interval = interval_s
+        self.cursor: str | None = None
+        self._store: Any = None
+        self._saved: str | None = None
+        self._saved_at = 0.0
+        self._flush: asyncio.Future[None] | None = None
+
+    async def open(self) -> None:
+        """On connect: open the store (once) and, on the first connect of this process,
+        load the cursor the last gateway stored — the server then replays the missed facts
+        as live events (< 24 h), so what was sent while it was down reaches ingress."""
+        if self._store is None:
+            self._store = make_cursor_store()
+        bot = self._conn.bot_user_id
+        if self.cursor is None and self._store is not None and bot:
+            try:
+                self.cursor = await asyncio.to_thread(self._store.load, bot)
+            except Exception:  # noqa: BLE001 - no cursor: the reset path, nothing lost
+                logger.debug("Chatto: could not load the resume cursor", exc_info=True)
+            self._saved = self.cursor
+
+    async def on_cursor(self, cursor: str) -> None:
+        """The realtime session processed every event up to ``cursor``."""
+        self.cursor = cursor
+        if self._store is None or self._flush is not None:
+            return
+        delay = max(0.0, self._saved_at + self._interval - time.monotonic())
+        self._flush = asyncio.ensure_future(self._save_later(delay))
+
+    async def close(self) -> None:
+        """Write the newest cursor now and close the store."""
+        flush, self._flush = self._flush, None
+        if flush is not None:
+            flush.cancel()
+        await self.save()
+        store, self._store = self._store, None
+        if store is not None:
+            store.close()
+
+    async def _save_later(self, delay: float) -> None:
+        try:
+            if delay:
+                await asyncio.sleep(delay)
+        finally:
+            self._flush = None
+        await self.save()
+
+    async def save(self) -> None:
+        """Persist the cursor if it changed (the seen-set is flushed first)."""
+        cursor, store, bot = self.cursor, self._store, self._conn.bot_user_id
+        if not cursor or store is None or cursor == self._saved or not bot:
+            return
+        self._saved_at = time.monotonic()
+        flush = getattr(self._conn.seen, "flush", None)
+
+        def write() -> None:
+            if callable(flush):
+                flush()  # every id at or before the stored cursor must be on disk first
+            store.save(bot, cursor)
+
+        try:
+            await asyncio.to_thread(write)
+            self._saved = cursor
+            self._conn.counters["cursor_writes"] += 1
+        except Exception:  # noqa: BLE001 - the next save retries
+            logger.debug("Chatto: could not persist the resume cursor", exc_info=True)

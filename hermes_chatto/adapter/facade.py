@@ -1,0 +1,294 @@
+"""``ChattoAdapter``: the Hermes gateway platform adapter for Chatto — a facade.
+
+The class the host sees (a ``BasePlatformAdapter``) holds no logic of its own: it builds
+the units below, wires them to each other and forwards each host call to the one unit that
+owns it.
+
+======================  =========================================================
+unit (module)           owns
+======================  =========================================================
+``conn``                the live connection: client, realtime, frontier, seen-set,
+                        bot identity, counters (shared by every unit)
+``rooms``               the room directory and the retained set
+``threads``             the thread index: roots, own posts, joined threads, reply counts
+``gap``                 gap recovery after projection resets
+``turns``               the turn tracker: host turn hooks → frontier
+``edits``               edit replacement of a running turn
+``cursor``              the realtime resume cursor (persisted)
+``orphans``             the hermes-agent 0.19.0 orphaned-follow-up workaround
+``sender``              the send path (and, module-wide, its resume registry)
+``ops``                 edits/deletes/reactions/typing/room info
+``inbound``             realtime events → ingress → ``handle_message``
+``lifecycle``           connect / disconnect
+``boundary``            the error boundary of every host hook and realtime handler
+======================  =========================================================
+
+Host contract: hermes-agent 0.19.0 ``gateway/platforms/base.py``; private host attributes
+only through :mod:`hermes_chatto.compat`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from .. import compat
+from ..delivery import DEFAULT_CHUNK_BYTES, DeliveryReport
+from ..wire.types import ChattoRoom
+from .boundary import ErrorBoundary
+from .conn import Conn
+from .cursor import CursorKeeper
+from .edits import EditReplacement
+from .gap import GapRecovery
+from .inbound import Inbound
+from .lifecycle import Lifecycle
+from .outbound import OutboundOps
+from .registry import register_live, unregister_live
+from .rooms import RoomDirectory, find_member_room
+from .routing import route_reply
+from .secret import RedactedStr
+from .send import SendPath, send_result_from_report
+from .threads import ThreadIndex
+from .turns import TurnTracker
+from .workarounds import OrphanRescue
+
+logger = logging.getLogger("hermes_chatto.adapter")
+
+_Base: Any = compat.adapter_base_class()
+
+
+class ChattoAdapter(_Base):  # type: ignore[misc]
+    """A Hermes agent as a Chatto bot account (Chatto ≥ 0.5.0, realtime protocol 2).
+
+    Capability flags: ``splits_long_messages = True`` (``send()`` receives whole replies
+    and splits them), ``supports_code_blocks = True``. :attr:`MAX_MESSAGE_LENGTH` is
+    9,000 and :attr:`message_len_fn` measures **UTF-8 bytes**, so the host's own chunkers
+    (stream consumer, progress bubbles) stay under Chatto's 10,000-byte body cap.
+    ``token`` is the bot key as a :class:`RedactedStr` (for the host's
+    duplicate-credential check; never logged). ``stats`` are the adapter's counters.
+    """
+
+    MAX_MESSAGE_LENGTH = DEFAULT_CHUNK_BYTES
+    splits_long_messages = True
+    supports_code_blocks = True
+
+    def __init__(self, config: Any, *, settings: Any = None, client_factory: Callable[..., Any] | None = None,
+                 realtime_factory: Callable[..., Any] | None = None) -> None:
+        super().__init__(config, compat.platform("chatto"))
+        if settings is None:
+            from ..config import load_settings
+
+            settings = load_settings(config)
+        key = settings.bot_key.get_secret_value() if settings.bot_key is not None else ""
+        self._token = RedactedStr(key)
+        self.token = self._token
+        self._client_factory = client_factory
+        self._realtime_factory = realtime_factory
+        self._scope = compat.scope_key()
+        self.conn = Conn(settings, bot_user_id=settings.bot_user_id)
+        self.boundary = ErrorBoundary(logger, self.conn.counters)
+        self._build_units()
+
+    def _build_units(self) -> None:
+        conn, boundary = self.conn, self.boundary
+        self.rooms = RoomDirectory(conn)
+        self.threads = ThreadIndex(conn)
+        self.turns = TurnTracker(self, conn, boundary)
+        self.orphans = OrphanRescue(self, conn.counters, boundary, self.handle_message)
+        self.inbound = Inbound(self, conn, self.rooms, self.threads, self.turns, boundary, self.orphans)
+        # late-bound: a test may replace Inbound.on_new_message after the adapter is built
+        self.gap = GapRecovery(conn, self.rooms, self.threads,
+                               lambda *a, **kw: self.inbound.on_new_message(*a, **kw), boundary)
+        self.edits = EditReplacement(
+            self, conn, self.turns, boundary, base_interrupt=super().interrupt_session_activity,
+            dispatch=self.inbound.dispatch, rescue=self.orphans.rescue, session_key_for=self.session_key_for)
+        self.inbound.gap, self.inbound.edits = self.gap, self.edits
+        self.cursor = CursorKeeper(conn)
+        self.sender = SendPath(conn, self.rooms, self.threads, boundary)
+        self.ops = OutboundOps(self, conn, self.rooms)
+        self.lifecycle = Lifecycle(self, conn, self.rooms, self.gap, self.cursor, self.sender, self.orphans,
+                                   new_client=self._new_client, new_realtime=self._new_realtime)
+
+    # ------------------------------------------------------------------ identity, counters
+
+    @property
+    def bot_user_id(self) -> str:
+        return self.conn.bot_user_id
+
+    @property
+    def bot_login(self) -> str:
+        return self.conn.bot_login
+
+    @property
+    def stats(self) -> Any:
+        """The adapter's :class:`~hermes_chatto.counters.Counters` (a missing name reads 0)."""
+        return self.conn.counters
+
+    @property
+    def last_reports(self) -> list[DeliveryReport]:
+        """The newest delivery reports (at most 20)."""
+        return self.sender.last_reports
+
+    @property
+    def loop(self) -> Any:
+        """The event loop the adapter connected on (``None`` before ``connect()``)."""
+        return self.lifecycle.loop
+
+    # read-only views for diagnostics and tests (the units own them)
+    _client = property(lambda self: self.conn.client)
+    _realtime = property(lambda self: self.conn.realtime)
+    _seen = property(lambda self: self.conn.seen)
+
+    @property
+    def _frontier(self) -> Any:
+        return self.conn.frontier
+
+    @_frontier.setter
+    def _frontier(self, frontier: Any) -> None:
+        self.conn.frontier = frontier
+
+    # ------------------------------------------------------------------ host helpers
+
+    @property
+    def message_len_fn(self) -> Callable[[str], int]:
+        """Length in UTF-8 **bytes** (Chatto's body limit unit)."""
+        return lambda s: len(s.encode("utf-8"))
+
+    def session_key_for(self, source: Any) -> str:
+        """The runner's session key for ``source`` (byte-identical; compat.session_key)."""
+        return compat.session_key(self, source)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _new_client(self) -> Any:
+        settings = self.conn.settings
+        if self._client_factory is not None:
+            return self._client_factory(settings.url, self._token.reveal())
+        from ..wire.connect import ChattoClient
+
+        return ChattoClient(settings.url, settings.bot_key)
+
+    def _new_realtime(self) -> Any:
+        settings = self.conn.settings
+        kw: dict[str, Any] = dict(on_event=self.inbound.on_event, retained_rooms=lambda: list(self.rooms.retained),
+                                  resume_cursor=self.cursor.cursor, on_cursor=self.cursor.on_cursor,
+                                  bot_user_id=self.conn.bot_user_id)
+        if self._realtime_factory is not None:
+            return self._realtime_factory(settings.url, self._token.reveal(), **kw)
+        from ..wire.realtime import RealtimeSession
+
+        return RealtimeSession(settings.url, settings.bot_key, **kw)
+
+    async def connect(self, *, is_reconnect: bool = False) -> bool:
+        """Connect (see :mod:`hermes_chatto.adapter.lifecycle`); False after a fatal error."""
+        self._scope = compat.scope_key()
+        if not await self.lifecycle.connect():
+            return False
+        register_live(self._scope, self)
+        return True
+
+    async def disconnect(self) -> None:
+        """Stop the realtime session and close the HTTP client (idempotent)."""
+        unregister_live(self._scope, self)
+        await self.lifecycle.disconnect()
+
+    # ------------------------------------------------------------------ host turn hooks
+
+    async def on_processing_start(self, event: Any) -> None:
+        """Remember the turn (for edit replacement) and add the acknowledgement reaction
+        (``ack_reaction`` shortcode; off when empty) to an authorised trigger."""
+        with self.boundary.guard("on_processing_start"):
+            self.turns.started(event)
+            await self.ops.react(event, getattr(self.conn.settings, "ack_reaction", ""))
+
+    async def on_processing_complete(self, event: Any, outcome: Any) -> None:
+        """Forget the turn; add ``done_reaction`` on success (off when empty). A turn
+        replaced by an edit hands over to its replacement here."""
+        with self.boundary.guard("on_processing_complete"):
+            key, drained = self.turns.released(event)
+            if self.edits.is_stale(key, event):
+                assert key is not None
+                await self.edits.finish(key, event)
+                return
+            ok = compat.outcome_succeeded(outcome)
+            self.turns.finished(event, drained, ok)
+            if ok:
+                await self.ops.react(event, getattr(self.conn.settings, "done_reaction", ""))
+
+    async def interrupt_session_activity(self, session_key: str, chat_id: str, metadata: Any = None) -> None:
+        """The base behaviour, then the turn tracker's mark for the queue discard that
+        follows (see :meth:`TurnTracker.interrupted`)."""
+        await super().interrupt_session_activity(session_key, chat_id, metadata)
+        with self.boundary.guard("interrupt_session_activity"):
+            self.turns.interrupted(session_key)
+
+    def get_pending_message(self, session_key: str) -> Any:
+        """The base behaviour (pop the session's queued follow-up), told to the turn tracker
+        (see :meth:`TurnTracker.pending_taken`)."""
+        ev = super().get_pending_message(session_key)
+        with self.boundary.guard("get_pending_message"):
+            self.turns.pending_taken(session_key, ev)
+        return ev
+
+    # ------------------------------------------------------------------ outbound
+
+    async def thread_root_for(self, chat_id: str, reply_to: str | None, metadata: dict[str, Any] | None) -> str:
+        """The thread root a post into ``chat_id`` goes under (``""`` = flat): DMs flat;
+        ``metadata["thread_id"]`` is the root (a reply id is mapped to its root); in a
+        channel with ``reply_to`` and no thread, a thread under the root being answered
+        when ``reply_in_thread`` (see :func:`~hermes_chatto.adapter.routing.route_reply`)."""
+        room = await self.rooms.fetch(chat_id)
+        return await route_reply(chat_id, room, thread_id=str((metadata or {}).get("thread_id") or ""),
+                                 reply_to=reply_to, reply_in_thread=self.conn.settings.reply_in_thread,
+                                 root_of=self.threads.root_of)
+
+    async def deliver(self, chat_id: str, content: str, *, thread_root_event_id: str,
+                      session_key: str | None = None, turn_trigger: str | None = None) -> DeliveryReport:
+        """Post ``content`` through the one send path (see :meth:`SendPath.deliver`)."""
+        return await self.sender.deliver(chat_id, content, thread_root_event_id=thread_root_event_id,
+                                         session_key=session_key, turn_trigger=turn_trigger)
+
+    async def send(self, chat_id: str, content: str, reply_to: str | None = None,
+                   metadata: dict[str, Any] | None = None) -> Any:
+        """Post a (possibly long) reply through the send path; returns the host's
+        ``SendResult`` (see :func:`~hermes_chatto.adapter.send.send_result_from_report`)."""
+        if not (content or "").strip():
+            return compat.send_result(success=False, error="empty message (Chatto rejects invisible bodies)",
+                                      error_kind="bad_format")
+        try:
+            root = await self.thread_root_for(chat_id, reply_to, metadata)
+        except Exception as exc:  # noqa: BLE001 - routing must never lose a reply
+            self.boundary.report("send.routing", exc)
+            root = str((metadata or {}).get("thread_id") or "")
+        if self.edits and self.edits.stale_send(chat_id, root):
+            logger.info("Chatto: dropped output of a turn replaced by an edit")
+            return compat.send_result(success=True)
+        session_key, turn_trigger = self.turns.send_owner(chat_id, root, reply_to)
+        report = await self.deliver(chat_id, content, thread_root_event_id=root, session_key=session_key,
+                                    turn_trigger=turn_trigger)
+        return send_result_from_report(report)
+
+    async def edit_message(self, chat_id: str, message_id: str, content: str, *, finalize: bool = False) -> Any:
+        """``MessageService/UpdateMessage`` of a message the bot sent (see :class:`OutboundOps`)."""
+        return await self.ops.edit_message(chat_id, message_id, content)
+
+    async def delete_message(self, chat_id: str, message_id: str) -> bool:
+        """``MessageService/DeleteMessage`` (retract); False on any error."""
+        return await self.ops.delete_message(chat_id, message_id)
+
+    async def send_typing(self, chat_id: str, metadata: Any = None) -> None:
+        """The typing indicator, rate-limited per room/thread (see :class:`OutboundOps`)."""
+        await self.ops.send_typing(chat_id, metadata)
+
+    async def stop_typing(self, chat_id: str, metadata: Any = None) -> None:
+        """Chatto has no "stop typing" RPC; resets the rate limiter."""
+        self.ops.stop_typing(chat_id, metadata)
+
+    async def get_chat_info(self, chat_id: str) -> dict[str, Any]:
+        """``{"name", "type": "dm"|"group", "chat_id"}``."""
+        return await self.ops.chat_info(chat_id)
+
+    async def resolve_member_room(self, ref: str) -> ChattoRoom | None:
+        """A room the bot is a member of, by id or name (``#general``/``general``)."""
+        return find_member_room(self.rooms.rooms.values(), ref)

@@ -1,0 +1,115 @@
+"""Outbound operations other than posting: edits and deletes of the bot's messages,
+reactions, the typing indicator and room info for the host."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from .. import compat
+from ..wire.errors import ChattoError, ChattoFailedPrecondition
+from ..wire.types import MAX_BODY_BYTES
+from .conn import Conn
+from .rooms import RoomDirectory
+from .send import error_kind_for
+
+logger = logging.getLogger("hermes_chatto.adapter")
+
+#: Minimum seconds between two UpdateTypingIndicator calls for one room/thread (the host
+#: calls ``send_typing`` every 2 s; Chatto shows typing for ~6 s).
+TYPING_MIN_INTERVAL_S = 3.0
+#: Seconds a reaction may take before it is given up.
+REACTION_TIMEOUT_S = 5.0
+
+
+def _thread_of(metadata: dict[str, Any] | None) -> str:
+    return str((metadata or {}).get("thread_id") or "")
+
+
+class OutboundOps:
+    """Owns the typing rate limiter (``(room, thread)`` → monotonic time of the last call)."""
+
+    def __init__(self, host: Any, conn: Conn, rooms: RoomDirectory) -> None:
+        self._host = host
+        self._conn = conn
+        self._rooms = rooms
+        self._typing_last: dict[tuple[str, str], float] = {}
+
+    async def edit_message(self, chat_id: str, message_id: str, content: str) -> Any:
+        """``MessageService/UpdateMessage`` of a message the bot sent (Chatto allows edits
+        for 3 h; after that a clear ``failed_precondition`` error). Returns a ``SendResult``."""
+        client = self._conn.client
+        if client is None:
+            return compat.send_result(success=False, error="Chatto adapter is not connected", retryable=True,
+                                      error_kind="transient")
+        size = len(content.encode("utf-8"))
+        if size > MAX_BODY_BYTES:
+            return compat.send_result(success=False, error=f"message too long for one Chatto message "
+                                      f"({size} > {MAX_BODY_BYTES} bytes)", error_kind="too_long")
+        try:
+            m = await client.update_message(chat_id, message_id, content)
+        except ChattoFailedPrecondition as e:
+            return compat.send_result(success=False, error=f"cannot edit message {message_id}: Chatto's 3-hour "
+                                      f"edit window has expired or the room is archived ({e})", error_kind="unknown")
+        except ChattoError as e:
+            return compat.send_result(success=False, error=f"edit failed: {e}", retryable=bool(e.retryable) and not
+                                      getattr(e, "may_have_landed", False), retry_after=e.retry_after,
+                                      error_kind=error_kind_for(e))
+        return compat.send_result(success=True, message_id=m.event_id or message_id)
+
+    async def delete_message(self, chat_id: str, message_id: str) -> bool:
+        """``MessageService/DeleteMessage`` (retract); False on any error."""
+        client = self._conn.client
+        if client is None:
+            return False
+        try:
+            return bool(await client.delete_message(chat_id, message_id))
+        except ChattoError as e:
+            logger.debug("Chatto: delete %s failed: %s", message_id, e)
+            return False
+
+    async def send_typing(self, chat_id: str, metadata: dict[str, Any] | None) -> None:
+        """``RoomService/UpdateTypingIndicator`` for the room (and thread root), at most
+        every :data:`TYPING_MIN_INTERVAL_S` s per room/thread."""
+        client = self._conn.client
+        if client is None:
+            return
+        thread = "" if self._rooms.is_dm(chat_id) else _thread_of(metadata)
+        key = (chat_id, thread)
+        now = time.monotonic()
+        if now - self._typing_last.get(key, -1e9) < TYPING_MIN_INTERVAL_S:
+            return
+        self._typing_last[key] = now
+        try:
+            await client.update_typing(chat_id, thread)
+        except ChattoError as e:
+            logger.debug("Chatto: typing failed: %s", e)
+
+    def stop_typing(self, chat_id: str, metadata: dict[str, Any] | None) -> None:
+        """Chatto has no "stop typing" RPC (the indicator expires after ~6 s): reset the rate
+        limiter so the next turn signals at once."""
+        self._typing_last.pop((chat_id, _thread_of(metadata)), None)
+
+    async def chat_info(self, chat_id: str) -> dict[str, Any]:
+        """``{"name", "type": "dm"|"group", "chat_id"}`` from the directory or ``GetRoom``."""
+        room = await self._rooms.fetch(chat_id)
+        if room is None:
+            return {"name": chat_id, "type": "group", "chat_id": chat_id}
+        return {"name": room.name or ("Direct message" if room.is_dm else chat_id),
+                "type": "dm" if room.is_dm else "group", "chat_id": chat_id}
+
+    async def react(self, event: Any, emoji: str) -> None:
+        """Add reaction ``emoji`` (a shortcode; nothing when empty) to an authorised trigger."""
+        src = getattr(event, "source", None)
+        mid = getattr(event, "message_id", None)
+        client = self._conn.client
+        if not emoji or not mid or src is None or client is None or getattr(event, "internal", False):
+            return
+        if compat.is_sender_authorized(self._host, src.user_id, src.chat_type, src.chat_id) is False:
+            return
+        try:
+            await asyncio.wait_for(client.add_reaction(src.chat_id, mid, emoji), timeout=REACTION_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - a reaction is decoration, never a failure
+            logger.debug("Chatto: reaction %s on %s failed: %s", emoji, mid, exc)

@@ -1,0 +1,157 @@
+"""The room directory: the rooms the bot is in, and the ≤ 64 the realtime socket retains.
+
+A realtime socket retains (streams every message of) at most
+:data:`~hermes_chatto.wire.types.MAX_RETAINED_ROOMS` rooms; in the others the server only
+announces root messages (``room_activity``), which the adapter fetches one by one. The
+directory picks the retained set (configured ``retained_rooms`` first, then DMs, then
+channels), follows membership changes, and knows which retained rooms are still being
+hydrated (added mid-run: until their ``room_timeline_replace`` arrives they are covered only
+by ``room_activity``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable
+
+from ..wire.errors import ChattoError
+from ..wire.types import MAX_RETAINED_ROOMS, ChattoRoom
+from .conn import Conn
+
+logger = logging.getLogger("hermes_chatto.adapter")
+
+
+def find_member_room(rooms: Iterable[ChattoRoom], ref: str) -> ChattoRoom | None:
+    """The room among ``rooms`` that the bot is a member of (or a DM) whose id is ``ref``,
+    else the only such room named ``ref`` (``#general``/``general``, case-insensitive);
+    ``None`` when there is none or the name is ambiguous."""
+    ref = (ref or "").strip()
+    members = [r for r in rooms if r.is_member or r.is_dm]
+    room = next((r for r in members if r.id == ref), None)
+    if room is not None:
+        return room
+    name = ref.lstrip("#").lower()
+    hits = [r for r in members if r.name and r.name.lower() == name]
+    return hits[0] if len(hits) == 1 else None
+
+
+class RoomDirectory:
+    """Owns ``rooms`` (id → :class:`ChattoRoom`, member rooms and DMs), ``retained`` (room
+    ids on the socket, in subscription order), ``free`` (``free_response_rooms`` ids) and
+    ``hydrating`` (retained rooms whose hydration has not arrived)."""
+
+    def __init__(self, conn: Conn) -> None:
+        self._conn = conn
+        self.rooms: dict[str, ChattoRoom] = {}
+        self.retained: list[str] = []
+        self.free: set[str] = set()
+        self.hydrating: set[str] = set()
+        self._cap_logged = False
+
+    def reset(self, rooms: Iterable[ChattoRoom]) -> None:
+        """A (re)connect's ``ListRooms``: keep member rooms and DMs, pick the retained set."""
+        self.rooms = {r.id: r for r in rooms if r.is_member or r.is_dm}
+        self.hydrating.clear()
+        self._pick_retained()
+        self._resolve_free()
+
+    def get(self, room_id: str) -> ChattoRoom | None:
+        return self.rooms.get(room_id)
+
+    def is_dm(self, room_id: str) -> bool:
+        """Whether ``room_id`` is a known DM (unknown rooms are not)."""
+        room = self.rooms.get(room_id)
+        return room is not None and room.is_dm
+
+    def is_retained(self, room_id: str) -> bool:
+        return room_id in self.retained
+
+    def is_covered(self, room_id: str) -> bool:
+        """Retained and hydrated: the socket streams every message of the room."""
+        return room_id in self.retained and room_id not in self.hydrating
+
+    def covered(self) -> list[str]:
+        """The retained rooms that are hydrated (see :meth:`is_covered`)."""
+        return [r for r in self.retained if r not in self.hydrating]
+
+    def remove(self, room_id: str) -> None:
+        """``room_removed``: the bot left the room (or it was deleted)."""
+        self.rooms.pop(room_id, None)
+        if room_id in self.retained:
+            self.retained.remove(room_id)
+
+    def hydrated(self, room_id: str) -> None:
+        """The room's ``room_timeline_replace`` arrived."""
+        self.hydrating.discard(room_id)
+
+    def log_cap(self, n: int) -> None:
+        """Warn once that the bot is in more rooms than a socket retains."""
+        if self._cap_logged:
+            return
+        self._cap_logged = True
+        logger.warning(
+            "Chatto: the bot is in %d rooms; a realtime socket retains at most %d. In the other rooms "
+            "only root messages are seen (fetched on room_activity); thread replies there are not seen "
+            "live. List the important rooms in CHATTO_RETAINED_ROOMS.", n, MAX_RETAINED_ROOMS)
+
+    async def fetch(self, room_id: str) -> ChattoRoom | None:
+        """The room, from the directory when its kind is known, else ``GetRoom`` (cached);
+        the directory's entry (or ``None``) when that fails or there is no client."""
+        room = self.rooms.get(room_id)
+        client = self._conn.client
+        if (room is not None and room.kind) or client is None:
+            return room
+        try:
+            fetched: ChattoRoom = await client.get_room(room_id)
+        except ChattoError:
+            return room
+        self.rooms[room_id] = fetched
+        return fetched
+
+    async def updated(self, room: ChattoRoom, partial: bool) -> bool:
+        """``room_updated``: merge what changed; returns whether the room joined the retained
+        set now (the caller hydrates it on the socket). A room the bot left leaves it."""
+        known = self.rooms.get(room.id)
+        if partial:
+            if known is not None:
+                self.rooms[room.id] = dataclasses.replace(known, is_member=room.is_member,
+                                                          permissions=room.permissions,
+                                                          slow_mode_next_post_at=room.slow_mode_next_post_at)
+            elif room.is_member:
+                fetched = await self.fetch(room.id)
+                if fetched is not None:
+                    self.rooms[room.id] = dataclasses.replace(fetched, is_member=True)
+            merged = self.rooms.get(room.id)
+        else:
+            merged = room if known is None else dataclasses.replace(
+                room, is_member=known.is_member or room.is_member, permissions=known.permissions or room.permissions)
+            self.rooms[room.id] = merged
+        if merged is None:
+            return False
+        member = merged.is_member or merged.is_dm
+        if member and room.id not in self.retained:
+            if len(self.retained) < MAX_RETAINED_ROOMS:
+                self.retained.append(room.id)
+                return True
+            self.log_cap(len(self.rooms))
+        elif not member and room.id in self.retained and partial and known is not None and not room.is_member:
+            self.retained.remove(room.id)
+        return False
+
+    def _pick_retained(self) -> None:
+        from ..config import resolve_room_refs
+
+        rooms = list(self.rooms.values())
+        preferred = resolve_room_refs("retained_rooms", self._conn.settings.retained_rooms, rooms, strict=False)
+        order = preferred + [r.id for r in rooms if r.is_dm and r.id not in preferred] + \
+            [r.id for r in rooms if not r.is_dm and r.id not in preferred]
+        self.retained = order[:MAX_RETAINED_ROOMS]
+        if len(order) > MAX_RETAINED_ROOMS:
+            self.log_cap(len(order))
+
+    def _resolve_free(self) -> None:
+        from ..config import resolve_room_refs
+
+        self.free = set(resolve_room_refs("free_response_rooms", self._conn.settings.free_response_rooms,
+                                          list(self.rooms.values()), strict=False))

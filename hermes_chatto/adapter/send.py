@@ -1,0 +1,264 @@
+"""The send path: exactly one way a text becomes Chatto messages.
+
+:func:`deliver_text` is shared by replies (``ChattoAdapter.send``), the agent tool and the
+stand-alone sender (cron, ``hermes send``). It splits by UTF-8 bytes
+(:func:`hermes_chatto.delivery.split_body`), posts every chunk into one thread root, stops
+at the first failure and remembers a partial delivery in the :class:`ResumeRegistry`, so
+that a retry of the same text resumes at the failed chunk instead of re-sending what
+already went out. :class:`SendPath` is the adapter's side: it brackets a delivery for the
+thread frontier and records what was posted in the thread index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .. import compat
+from ..bounded import BoundedMap
+from ..delivery import DEFAULT_CHUNK_BYTES, DeliveryReport, deliver_chunks, split_body
+from ..wire.errors import (
+    ChattoInvalidArgument,
+    ChattoNotFound,
+    ChattoPermissionDenied,
+    ChattoResourceExhausted,
+    ChattoTransientError,
+)
+from ..wire.types import ThreadKey
+from .boundary import ErrorBoundary
+from .conn import Conn
+from .rooms import RoomDirectory
+from .threads import ThreadIndex
+
+logger = logging.getLogger("hermes_chatto.adapter")
+
+#: Prefix the host's ``_send_with_retry`` puts on its plain-text fallback resend.
+HOST_FALLBACK_PREFIX = "(Response formatting failed, plain text:)\n\n"
+#: How long a partial delivery can be resumed by a retry of the same text (seconds).
+RESUME_TTL_S = 900.0
+#: Partial deliveries remembered (all profiles of the process together).
+RESUME_CAPACITY = 256
+#: Reports kept in ``ChattoAdapter.last_reports``.
+LAST_REPORTS = 20
+
+ResumeKey = tuple[str, str, str, str]  # (scope, room, root, sha256(text))
+
+
+class ResumeRegistry:
+    """Partial deliveries a retry of the same text may resume, per profile scope.
+
+    Entry: key → ``(monotonic ts, text, chunks, sent_ids, next_index)``; entries older than
+    ``ttl_s`` seconds are dropped on lookup. ``clock`` returns monotonic seconds."""
+
+    def __init__(self, *, capacity: int = RESUME_CAPACITY, ttl_s: float = RESUME_TTL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._d: BoundedMap[ResumeKey, tuple[float, str, list[str], list[str], int]] = BoundedMap(capacity)
+        self._ttl = ttl_s
+        self._clock = clock
+
+    @staticmethod
+    def key(room_id: str, root: str, text: str) -> ResumeKey:
+        return (compat.scope_key(), room_id, root or "", hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+    def lookup(self, room_id: str, root: str, text: str) -> tuple[str, list[str], list[str], int] | None:
+        """``(original text, chunks, sent ids, next index)`` of a resumable delivery of
+        ``text`` (or of the text the host's plain-text fallback resend repeats), else None."""
+        now = self._clock()
+        for k in [k for k, v in self._d.items() if now - v[0] > self._ttl]:
+            self._d.pop(k)
+        hit = self._d.get(self.key(room_id, root, text))
+        if hit is not None:
+            return hit[1], hit[2], hit[3], hit[4]
+        if text.startswith(HOST_FALLBACK_PREFIX):
+            head = text[len(HOST_FALLBACK_PREFIX):]
+            scope = compat.scope_key()
+            for (s, r, t, _h), (_ts, orig, chunks, sent, nxt) in reversed(list(self._d.items())):
+                if s == scope and r == room_id and t == (root or "") and orig[:3500] == head:
+                    return orig, chunks, sent, nxt
+        return None
+
+    def store(self, room_id: str, root: str, text: str, chunks: list[str], report: DeliveryReport) -> None:
+        """Forget a completed delivery; remember a partial one (after an ambiguous write the
+        retry resumes *after* the chunk that may have landed: never a duplicate)."""
+        key = self.key(room_id, root, text)
+        if report.ok:
+            self._d.pop(key)
+            return
+        assert report.failed_index is not None
+        nxt = report.failed_index + (1 if report.may_have_landed else 0)
+        self._d.put(key, (self._clock(), text, list(chunks), list(report.sent_ids), nxt))
+
+
+#: The process-wide registry (keys carry the profile scope).
+RESUME = ResumeRegistry()
+
+
+async def deliver_text(client: Any, room_id: str, text: str, *, thread_root_event_id: str,
+                       on_sent: Callable[[str], None] | None = None,
+                       limit_bytes: int = DEFAULT_CHUNK_BYTES) -> DeliveryReport:
+    """Split ``text`` by UTF-8 bytes and post it as one answer into ``room_id`` /
+    ``thread_root_event_id`` (``""`` = flat) — the one send path shared by the adapter,
+    the agent tool and the stand-alone sender.
+
+    A previous partial delivery of the same text to the same room/thread in this profile
+    (within :data:`RESUME_TTL_S`) is resumed at the failed chunk: chunks that went out
+    are never posted again. After an ambiguous write error (``may_have_landed``) the
+    retry resumes *after* that chunk (never a duplicate; the report said it may be
+    missing). Also recognises the host's plain-text fallback resend of a failed reply.
+    ``on_sent(event_id)`` runs as each chunk's ``CreateMessage`` returns.
+    """
+    resumed = RESUME.lookup(room_id, thread_root_event_id, text)
+    if resumed is not None:
+        orig, chunks, sent, start = resumed
+        text = orig
+        report = await deliver_chunks(client, room_id, chunks, thread_root_event_id=thread_root_event_id,
+                                      start_index=start, already_sent=sent, on_sent=on_sent)
+    else:
+        chunks = split_body(text, limit_bytes)
+        report = await deliver_chunks(client, room_id, chunks, thread_root_event_id=thread_root_event_id,
+                                      on_sent=on_sent)
+    RESUME.store(room_id, thread_root_event_id, text, chunks, report)
+    return report
+
+
+def error_kind_for(err: BaseException | None, text: str = "") -> str:
+    """``SendResult.error_kind`` (host ``SEND_ERROR_KINDS``) for a Chatto error."""
+    if isinstance(err, ChattoResourceExhausted):
+        return "rate_limited"
+    if isinstance(err, ChattoPermissionDenied):
+        return "forbidden"
+    if isinstance(err, ChattoNotFound):
+        return "not_found"
+    if isinstance(err, ChattoInvalidArgument):
+        return "too_long" if "too long" in str(err).lower() else "bad_format"
+    if isinstance(err, ChattoTransientError):
+        return "transient"
+    return compat.classify_send_error(err, text)
+
+
+def send_result_from_report(report: DeliveryReport) -> Any:
+    """Map a :class:`DeliveryReport` to the host's ``SendResult``: ``message_id`` = last
+    posted id, ``continuation_message_ids`` = the earlier ones; on failure ``error``
+    names the failed chunk, ``retryable`` only when a resend cannot duplicate (never
+    after an ambiguous write), ``retry_after`` from slow mode."""
+    ids = list(report.sent_ids)
+    last = ids[-1] if ids else None
+    cont = tuple(ids[:-1])
+    if report.ok:
+        return compat.send_result(success=True, message_id=last, continuation_message_ids=cont,
+                                  raw_response={"message_ids": ids, "chunks": report.total})
+    err = report.error
+    text = report.describe()
+    if report.may_have_landed:
+        # "timed out" keeps the host's _send_with_retry from re-sending (base.py).
+        text += " — request timed out after it was sent"
+    return compat.send_result(
+        success=False,
+        message_id=last,
+        continuation_message_ids=cont,
+        error=text,
+        raw_response={"message_ids": ids, "failed_index": report.failed_index, "chunks": report.total},
+        retryable=bool(getattr(err, "retryable", False)) and not report.may_have_landed,
+        retry_after=report.retry_after,
+        error_kind=error_kind_for(err, text),
+    )
+
+
+class SendPath:
+    """The adapter's deliveries. Owns the deliveries in flight and ``last_reports``."""
+
+    def __init__(self, conn: Conn, rooms: RoomDirectory, threads: ThreadIndex, boundary: ErrorBoundary) -> None:
+        self._conn = conn
+        self._rooms = rooms
+        self._threads = threads
+        self._boundary = boundary
+        self.last_reports: list[DeliveryReport] = []
+        self._deliveries: set[asyncio.Future[DeliveryReport]] = set()
+
+    async def deliver(self, chat_id: str, content: str, *, thread_root_event_id: str,
+                      session_key: str | None = None, turn_trigger: str | None = None) -> DeliveryReport:
+        """THE send path: :func:`deliver_text` into ``chat_id`` under ``thread_root_event_id``
+        (``""`` = flat). Each chunk's id is remembered as own (echo dropping) and handed to
+        the frontier (``note_sent`` for ``session_key``) the moment its ``CreateMessage``
+        returns; the whole delivery is bracketed by the frontier's ``begin_send``/``end_send``
+        so a block read that races it (echo or a quick answer first) waits for the ids
+        instead of quoting the reply back to its session. ``turn_trigger``: the trigger of
+        the running turn this is the reply to (the frontier then stores that turn's state).
+
+        A delivery runs to its end even when the turn that started it is cancelled (a stop
+        or shutdown while a CreateMessage is in flight): otherwise a chunk the server
+        accepted could go unrecorded. :meth:`wait_idle` waits (bounded) for those."""
+        task = asyncio.ensure_future(self._deliver_now(chat_id, content, thread_root_event_id or "",
+                                                       session_key, turn_trigger))
+        self._deliveries.add(task)
+        task.add_done_callback(self._deliveries.discard)
+        return await asyncio.shield(task)
+
+    async def wait_idle(self, timeout: float) -> None:
+        """Wait up to ``timeout`` s for deliveries in flight (their ids reach the frontier)."""
+        pending = [t for t in self._deliveries if not t.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+
+    def _note_sent(self, chat_id: str, root: str, ids: list[str], session_key: str | None,
+                   turn_trigger: str | None) -> None:
+        frontier = self._conn.frontier
+        if frontier is not None:
+            with self._boundary.guard("frontier.note_sent"):
+                frontier.note_sent(chat_id, root, ids, session_key, turn_trigger=turn_trigger)
+
+    async def _deliver_now(self, chat_id: str, content: str, root: str, session_key: str | None,
+                           turn_trigger: str | None) -> DeliveryReport:
+        client = self._conn.client
+        if client is None:
+            err = ChattoTransientError("Chatto adapter is not connected (network)")
+            return DeliveryReport(failed_index=0, error=err, total=len(split_body(content)) or 1)
+        noted: list[str] = []
+
+        def on_sent(event_id: str) -> None:
+            # Runs as each CreateMessage returns: the id is the session's from this moment,
+            # whatever arrives first on the realtime socket (its echo, a quick answer to it).
+            self._threads.note_posted(event_id, root)
+            if root:
+                noted.append(event_id)
+                self._note_sent(chat_id, root, [event_id], session_key, turn_trigger)
+
+        token = None
+        frontier = self._conn.frontier
+        if root and frontier is not None:
+            with self._boundary.guard("frontier.begin_send"):
+                token = frontier.begin_send(chat_id, root, session_key)
+        try:
+            report = await deliver_text(client, chat_id, content, thread_root_event_id=root, on_sent=on_sent)
+        finally:
+            if frontier is not None:
+                with self._boundary.guard("frontier.end_send"):
+                    frontier.end_send(token)
+        self._record(chat_id, root, report, noted, session_key, turn_trigger)
+        return report
+
+    def _record(self, chat_id: str, root: str, report: DeliveryReport, noted: list[str],
+                session_key: str | None, turn_trigger: str | None) -> None:
+        counters = self._conn.counters
+        counters["sends"] += 1
+        if not report.ok:
+            counters["send_failures"] += 1
+            logger.warning("Chatto: delivery to %s: %s", chat_id, report.describe())
+        self.last_reports.append(report)
+        del self.last_reports[:-LAST_REPORTS]
+        ids = [i for i in report.sent_ids if i]
+        for i in ids:
+            self._threads.roots.put(i, root, touch=False)
+        if not ids:
+            return
+        if root:
+            self._threads.join(ThreadKey(chat_id, root))
+            rest = [i for i in ids if i not in noted]  # a resumed delivery's earlier chunks
+            if rest:
+                self._note_sent(chat_id, root, rest, session_key, turn_trigger)
+        elif not self._rooms.is_dm(chat_id):
+            self._threads.join(ThreadKey(chat_id, ids[0]))

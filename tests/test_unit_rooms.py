@@ -1,0 +1,60 @@
+"""adapter.rooms: the room directory, the retained set, find_member_room."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+from hermes_chatto.adapter.conn import Conn
+from hermes_chatto.adapter.rooms import RoomDirectory, find_member_room
+from hermes_chatto.wire.types import MAX_RETAINED_ROOMS, ChattoRoom
+
+
+def _settings(**kw):
+    return SimpleNamespace(retained_rooms=kw.get("retained", []), free_response_rooms=kw.get("free", []))
+
+
+def _dir(**kw):
+    return RoomDirectory(Conn(_settings(**kw)))
+
+
+def test_reset_keeps_members_and_orders_retained_dms_first():
+    d = _dir(free=["Rb"])
+    d.reset([ChattoRoom(id="Ra", kind="channel", name="a", is_member=True),
+             ChattoRoom(id="Rdm", kind="dm", is_member=True),
+             ChattoRoom(id="Rb", kind="channel", name="b", is_member=True),
+             ChattoRoom(id="Rx", kind="channel", name="x", is_member=False)])
+    assert set(d.rooms) == {"Ra", "Rdm", "Rb"} and d.retained == ["Rdm", "Ra", "Rb"]
+    assert d.free == {"Rb"} and d.is_dm("Rdm") and not d.is_dm("Ra") and not d.is_dm("Rnope")
+
+
+def test_retained_set_is_capped_and_hydration_tracked():
+    d = _dir()
+    d.reset([ChattoRoom(id=f"R{i:03d}", kind="channel", name=f"c{i}", is_member=True)
+             for i in range(MAX_RETAINED_ROOMS + 3)])
+    assert len(d.retained) == MAX_RETAINED_ROOMS
+    new = ChattoRoom(id="Rnew", kind="dm", is_member=True)
+    assert asyncio.run(d.updated(new, False)) is False  # full: stays out
+    d.remove(d.retained[0])
+    assert asyncio.run(d.updated(new, False)) is True and d.is_retained("Rnew")
+    d.hydrating.add("Rnew")
+    assert not d.is_covered("Rnew") and "Rnew" not in d.covered()
+    d.hydrated("Rnew")
+    assert d.is_covered("Rnew")
+
+
+def test_partial_update_of_a_left_room_leaves_the_retained_set():
+    d = _dir()
+    d.reset([ChattoRoom(id="Ra", kind="channel", name="a", is_member=True)])
+    assert asyncio.run(d.updated(ChattoRoom(id="Ra", is_member=False), True)) is False
+    assert d.retained == [] and d.rooms["Ra"].is_member is False and d.rooms["Ra"].name == "a"
+
+
+def test_find_member_room_by_id_or_unique_name():
+    rooms = [ChattoRoom(id="R1", kind="channel", name="General", is_member=True),
+             ChattoRoom(id="R2", kind="channel", name="dup", is_member=True),
+             ChattoRoom(id="R3", kind="channel", name="dup", is_member=True),
+             ChattoRoom(id="R4", kind="channel", name="outside", is_member=False)]
+    assert find_member_room(rooms, "R1").id == "R1"
+    assert find_member_room(rooms, "#general").id == "R1"
+    assert find_member_room(rooms, "dup") is None and find_member_room(rooms, "outside") is None
