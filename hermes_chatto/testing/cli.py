@@ -34,9 +34,10 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from importlib.util import find_spec
-from typing import Any, Callable, Sequence
+from typing import Any
 
 PROG = "python -m hermes_chatto.testing"
 COMMANDS = ("serve", "model", "status", "add-person", "post", "read", "grant", "revoke", "rotate-key")
@@ -179,7 +180,8 @@ def _missing_server_extra() -> list[str]:
 
 
 def write_env_file(path: str, values: dict[str, str]) -> None:
-    """Set ``values`` in the dotenv file ``path`` (created 0600 if absent), keeping its other lines."""
+    """Set ``values`` in the dotenv file ``path``, keeping its other lines; the file is made
+    owner-only (0600) because it holds keys."""
     lines: list[str] = []
     if os.path.exists(path):
         with open(path, encoding="utf-8") as fh:
@@ -188,6 +190,7 @@ def write_env_file(path: str, values: dict[str, str]) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write("".join(ln + "\n" for ln in lines))
+    os.chmod(path, 0o600)
 
 
 def _serve_until_signal(stop_fn: Callable[[], None]) -> int:
@@ -217,10 +220,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     assert w is not None
     values = {"CHATTO_URL": url, "CHATTO_BOT_KEY": srv.bot_key, "CHATTO_USER_KEY": w.alice_token,
               "CHATTO_ADMIN_KEY": srv.admin_key}
+    if args.env_file:  # before the lines below: whoever reads them may read the file next
+        write_env_file(args.env_file, values)
     for k, v in values.items():
         print(f"{k}={v}")
     if args.env_file:
-        write_env_file(args.env_file, values)
 
         def _rewrite(op: str, user_id: str) -> None:
             if op == "rotate-key" and user_id == w.bot_id:
