@@ -108,7 +108,7 @@ def server(tmp_path_factory):
     proc = Proc("serve", "--port", "0", "--env-file", str(env_file))
     env = {}
     try:
-        for expected in ("CHATTO_URL", "CHATTO_BOT_KEY", "CHATTO_USER_KEY", "CHATTO_ADMIN_KEY"):
+        for expected in cli.ENV_KEYS:
             name, _, value = proc.line().partition("=")
             assert name == expected
             env[name] = value
@@ -139,11 +139,15 @@ def test_serve_writes_the_env_file_keeping_other_lines(server):
     assert lines[0] == "CHATTO_ALLOW_ALL_USERS=true"
     assert {f"{k}={v}" for k, v in env.items()} <= set(lines)
     assert oct(env_file.stat().st_mode & 0o777) == "0o600"
+    # the home channel is #general (so Hermes does not open chats with a "no home channel" notice)
+    general = rooms_of(RawRpc(env["CHATTO_URL"], env["CHATTO_USER_KEY"]))["general"]["room"]["id"]
+    assert env["CHATTO_HOME_CHANNEL"] == general
 
 
 def test_status_lists_people_rooms_and_bot_permissions(server, capsys):
     text = out_of(capsys, server, "status")
     assert "alice" in text and "helper_bot" in text and "#general" in text
+    assert "bot helper_bot: offline" in text
     assert "message.post-in-thread" in text
     data = json.loads(out_of(capsys, server, "status", "--json"))
     general = next(r for r in data["rooms"] if r["name"] == "general")
@@ -322,3 +326,32 @@ def test_model_command_serves_the_scripted_model():
         assert [m["id"] for m in models["data"]] == ["fake-model"]
     finally:
         assert proc.stop() == 0
+
+
+def test_status_waits_until_the_bot_is_online(server, capsys):
+    """``status --wait-for-bot`` returns once the bot holds a caught-up realtime socket."""
+    import asyncio
+
+    from hermes_chatto.testing.rawclient import RawRealtime
+
+    env, _ = server
+    assert run(server, "status", "--wait-for-bot", "0.3") == 1
+    assert "did not come online" in capsys.readouterr().err
+    done = threading.Event()
+
+    def bot_online():
+        async def go():
+            rt = await RawRealtime("ws" + env["CHATTO_URL"][4:] + "/api/realtime", env["CHATTO_BOT_KEY"]).connect()
+            await rt.handshake()
+            await asyncio.to_thread(done.wait, 30)
+            await rt.close()
+        asyncio.run(go())
+
+    th = threading.Thread(target=bot_online, daemon=True)
+    th.start()
+    try:
+        text = out_of(capsys, server, "status", "--wait-for-bot", "20")
+        assert "bot helper_bot: online (1 realtime connection)" in text
+    finally:
+        done.set()
+        th.join(10)

@@ -125,7 +125,8 @@ def message_json(m: ChattoMessage) -> dict:
 
 
 def op_status(srv: LocalChatto, args: dict) -> dict:
-    """People, rooms, and the bot's effective permissions per room."""
+    """People, rooms, the bot's effective permissions per room, and whether the bot is
+    online (``bot_connections``: its caught-up realtime sockets, e.g. a running gateway)."""
     bot = _bot(srv, _arg(args, "user"))
     s = srv.state
     with s.lock:
@@ -136,7 +137,8 @@ def op_status(srv: LocalChatto, args: dict) -> dict:
             members = [s.users[m].login for m in r.members if m in s.users]
             rooms.append({"id": r.id, "kind": r.kind, "name": r.name, "members": members,
                           "bot_permissions": sorted(s.effective(bot.id, r))})
-    return {"url": srv.base_url, "bot": bot.login, "people": people, "rooms": rooms}
+    return {"url": srv.base_url, "bot": bot.login, "bot_connections": len(srv.connections(bot.id)),
+            "people": people, "rooms": rooms}
 
 
 def op_add_person(srv: LocalChatto, args: dict) -> dict:

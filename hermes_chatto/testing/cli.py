@@ -7,6 +7,7 @@ channel ``general``, the DM alice ↔ bot) and prints, as its first lines::
     CHATTO_BOT_KEY=<the bot's cht_BK_ key>
     CHATTO_USER_KEY=<a bearer token for alice>
     CHATTO_ADMIN_KEY=<key of the admin API the other commands use>
+    CHATTO_HOME_CHANNEL=<room id of #general>
 
 then serves until interrupted (Ctrl-C / SIGTERM). Options without a command mean ``serve``
 (``python -m hermes_chatto.testing --port 0`` still works).
@@ -41,8 +42,8 @@ from typing import Any
 
 PROG = "python -m hermes_chatto.testing"
 COMMANDS = ("serve", "model", "status", "add-person", "post", "read", "grant", "revoke", "rotate-key")
-#: The env-file keys ``serve`` owns (other lines of the file are kept as they are).
-ENV_KEYS = ("CHATTO_URL", "CHATTO_BOT_KEY", "CHATTO_USER_KEY", "CHATTO_ADMIN_KEY")
+#: The lines ``serve`` prints first and writes to ``--env-file`` (other lines of the file are kept).
+ENV_KEYS = ("CHATTO_URL", "CHATTO_BOT_KEY", "CHATTO_USER_KEY", "CHATTO_ADMIN_KEY", "CHATTO_HOME_CHANNEL")
 
 EPILOG = f"""\
 examples:
@@ -95,8 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = subs.add_parser("serve", help="start the server with the demo world and print its credentials",
                         description="Start the local Chatto server with the demo world (person alice, bot "
                                     "helper_bot, channel general, the DM alice <-> bot) and serve until "
-                                    "Ctrl-C. Prints CHATTO_URL, CHATTO_BOT_KEY, CHATTO_USER_KEY and "
-                                    "CHATTO_ADMIN_KEY first. Needs the server extra.")
+                                    "Ctrl-C. Prints CHATTO_URL, CHATTO_BOT_KEY, CHATTO_USER_KEY (alice), "
+                                    "CHATTO_ADMIN_KEY and CHATTO_HOME_CHANNEL (#general) first. Needs the "
+                                    "server extra.")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     s.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default: 0)")
     s.add_argument("--state", default=None, metavar="PATH",
@@ -116,9 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default: 127.0.0.1)")
     m.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default: 0)")
 
-    subs.add_parser("status", parents=[client], help="people, rooms, and the bot's permissions per room",
-                    description="List people and bots, rooms with members, and the bot's effective "
-                                "permissions in each room.")
+    st = subs.add_parser("status", parents=[client], help="people, rooms, the bot's permissions; is it online",
+                         description="List people and bots, rooms with members, the bot's effective "
+                                     "permissions in each room, and whether the bot is online (connected "
+                                     "over realtime, e.g. by a running gateway).")
+    st.add_argument("--wait-for-bot", type=float, default=0.0, metavar="SECONDS",
+                    help="first wait up to SECONDS until the bot is online, e.g. after starting the "
+                         "gateway; exit 1 if it does not come (default: 0, no waiting)")
 
     a = subs.add_parser("add-person", parents=[client], help="create a person (human account) and its key",
                         description="Create a human account, add it to rooms and print its id and bearer token.")
@@ -218,8 +224,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     url = srv.start_sync(args.host, args.port)
     w = srv.world
     assert w is not None
-    values = {"CHATTO_URL": url, "CHATTO_BOT_KEY": srv.bot_key, "CHATTO_USER_KEY": w.alice_token,
-              "CHATTO_ADMIN_KEY": srv.admin_key}
+    # CHATTO_HOME_CHANNEL (#general) makes the file a complete profile .env for this server:
+    # without a home channel Hermes opens every new chat with a "No home channel" notice.
+    values = dict(zip(ENV_KEYS, (url, srv.bot_key, w.alice_token, srv.admin_key, w.general_id), strict=True))
     if args.env_file:  # before the lines below: whoever reads them may read the file next
         write_env_file(args.env_file, values)
     for k, v in values.items():
@@ -308,7 +315,7 @@ def format_message(m: dict, *, reply: bool = False) -> str:
     head = f"{pre}{m['id']}  {_time(m.get('created_at'))}  {who}: "
     lines = body.splitlines() or [""]
     pad = " " * len(pre + "    ")
-    return head + lines[0] + "".join("\n" + pad + ln for ln in lines[1:])
+    return head + lines[0] + "".join("\n" + (pad + ln if ln.strip() else "") for ln in lines[1:])
 
 
 def _out(args: argparse.Namespace, data: dict, text: Callable[[dict], str]) -> int:
@@ -318,7 +325,9 @@ def _out(args: argparse.Namespace, data: dict, text: Callable[[dict], str]) -> i
 
 def cmd_status(args: argparse.Namespace) -> int:
     def text(d: dict) -> str:
-        out = [f"server {d['url']}", "people:"]
+        n = d["bot_connections"]
+        online = f"online ({n} realtime connection{'s' if n != 1 else ''})" if n else "offline"
+        out = [f"server {d['url']}", f"bot {d['bot']}: {online}", "people:"]
         out += [f"  {p['login']:<16} {p['id']}  {'bot' if p['is_bot'] else 'person'}"
                 + (f"  ({p['name']})" if p["name"] else "") for p in d["people"]]
         out.append(f"rooms (and what {d['bot']} may do there):")
@@ -327,7 +336,17 @@ def cmd_status(args: argparse.Namespace) -> int:
             out.append(f"  {label:<24} {r['id']}  members: {', '.join(r['members'])}")
             out.append(f"  {'':<24} {d['bot']}: {', '.join(r['bot_permissions']) or '(nothing)'}")
         return "\n".join(out)
-    return _out(args, call(args, "status", {}), text)
+    data = call(args, "status", {})
+    if args.wait_for_bot > 0:
+        deadline = time.monotonic() + args.wait_for_bot
+        while not data["bot_connections"]:
+            if time.monotonic() >= deadline:
+                _out(args, data, text)
+                raise CliError(f"the bot did not come online within {args.wait_for_bot:g} s "
+                               "(is the gateway running? see its log)")
+            time.sleep(0.25)
+            data = call(args, "status", {})
+    return _out(args, data, text)
 
 
 def cmd_add_person(args: argparse.Namespace) -> int:
