@@ -8,11 +8,18 @@ STAMP   = $(VENV)/.installed
 
 .PHONY: venv test demo bench proto clean
 
+# First run only (again when pyproject.toml changes): a venv with the package, hermes-agent and
+# the test tools. Each step says what it does; pip prints a line per package it fetches.
 $(STAMP): pyproject.toml
+	@echo "==> [1/3] creating the virtual environment $(VENV) with $(PYTHON) (a few seconds)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "==> [2/3] upgrading pip in $(VENV) (a few seconds)"
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	@echo "==> [3/3] installing hermes-chatto (editable) with hermes-agent, the local server and the"
+	@echo "          test tools: pip install -e '.[test]' (~80 packages, about a minute on a fresh machine)"
+	$(PY) -m pip install -e '.[test]'
 	touch $(STAMP)
+	@echo "==> $(VENV) ready"
 
 venv: $(STAMP)
 

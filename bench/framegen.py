@@ -196,11 +196,12 @@ class FrameFactory:
 
 
 def fixture_dir():
-    """``../shared/fixtures/chatto-wire`` relative to the repo root, or ``CHATTO_WIRE_FIXTURES``."""
+    """The golden wire fixtures: ``CHATTO_WIRE_FIXTURES`` if set, else the repository's own
+    copy in ``tests/data/chatto-wire``."""
     import os
     from pathlib import Path
 
     env = os.environ.get("CHATTO_WIRE_FIXTURES")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "chatto-wire"
+    return Path(__file__).resolve().parents[1] / "tests" / "data" / "chatto-wire"

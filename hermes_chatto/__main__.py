@@ -1,4 +1,4 @@
-"""``python -m hermes_chatto doctor [--json]`` (see :mod:`hermes_chatto.cli`)."""
+"""``python -m hermes_chatto [--version] {doctor,setup,settings}`` (see :mod:`hermes_chatto.cli`)."""
 
 from hermes_chatto.cli import main
 

@@ -7,6 +7,9 @@ Subcommands:
 * ``setup`` — the ``hermes gateway setup`` wizard (:func:`hermes_chatto.setup_wizard.setup_fn`).
 * ``settings`` — print the settings table (markdown) of :mod:`hermes_chatto.config`.
 
+Without a subcommand the help (subcommands with one line each) is printed; ``--version``
+prints ``hermes-chatto <version>`` (the installed distribution's version).
+
 ``register_cli(ctx)`` adds ``hermes chatto …`` through ``ctx.register_cli_command(name,
 help, setup_fn, handler_fn, description)`` (hermes_cli/plugins.py, 0.19.0). The host
 ignores the handler's return value, so the handler raises ``SystemExit(code)``.
@@ -16,24 +19,49 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from hermes_chatto.doctor import REALTIME_TIMEOUT
 
 HELP = "Chatto platform: doctor (diagnose), setup, settings table"
+#: Shown by ``hermes chatto --help`` / ``hermes-chatto --help`` above the subcommand list.
+DESCRIPTION = ("Chatto platform plugin for Hermes: a Hermes agent as a Chatto bot account.\n"
+               "Start with `setup` (server URL and bot key), then `doctor` to check everything.")
+DIST_NAME = "hermes-chatto"
+
+
+def package_version() -> str:
+    """The installed ``hermes-chatto`` version (``importlib.metadata``); ``"unknown"`` when
+    the package runs from a source tree that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DIST_NAME)
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Populate ``parser`` (top-level or the host's ``hermes chatto`` subparser)."""
-    subs = parser.add_subparsers(dest="chatto_command")
-    d = subs.add_parser("doctor", help="check URL, key, server version, room permissions and realtime")
+    parser.add_argument("--version", action="version", version=f"{DIST_NAME} {package_version()}",
+                        help="print the hermes-chatto version and exit")
+    parser.set_defaults(chatto_parser=parser)
+    subs = parser.add_subparsers(dest="chatto_command", title="commands", metavar="COMMAND")
+    d = subs.add_parser("doctor", help="check URL, key, server version, room permissions and realtime",
+                        description="Diagnose the Chatto configuration: URL and bot key, server version, the "
+                                    "bot's permissions per room and the realtime connection. Exit 0 when no "
+                                    "check fails, else 1.")
     d.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     d.add_argument("--home", default=None,
                    help="Hermes home (profile directory) to read; default: the current profile")
     d.add_argument("--timeout", type=float, default=REALTIME_TIMEOUT,
                    help=f"seconds to wait for realtime caught_up (default {REALTIME_TIMEOUT:.0f})")
-    subs.add_parser("setup", help="interactive setup: server URL and bot key, validated live")
-    subs.add_parser("settings", help="print the settings table (attribute, env var, config.yaml key)")
+    subs.add_parser("setup", help="interactive setup: server URL and bot key, validated live",
+                    description="Ask for the Chatto server URL and the bot's API key, check them against "
+                                "the server and save them (the same wizard as `hermes gateway setup`).")
+    subs.add_parser("settings", help="print the settings table (attribute, env var, config.yaml key)",
+                    description="Print every setting of the plugin as a Markdown table: attribute, "
+                                "environment variable, config.yaml key, default.")
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -53,7 +81,11 @@ def dispatch(args: argparse.Namespace) -> int:
 
         sys.stdout.write(settings_table_markdown())
         return 0
-    print("usage: chatto {doctor [--json],setup,settings}", file=sys.stderr)
+    parser = getattr(args, "chatto_parser", None)
+    if parser is not None:
+        parser.print_help()
+        return 0
+    print("usage: chatto {doctor,setup,settings} (--help lists them)", file=sys.stderr)
     return 2
 
 
@@ -70,14 +102,14 @@ def register_cli(ctx) -> None:
         help=HELP,
         setup_fn=add_arguments,
         handler_fn=_host_handler,
-        description="Chatto platform plugin: `hermes chatto doctor [--json]` diagnoses configuration, "
-                    "server, bot key, room permissions and realtime.",
+        description=DESCRIPTION,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point (``hermes-chatto``, ``python -m hermes_chatto``)."""
-    parser = argparse.ArgumentParser(prog="hermes-chatto", description=HELP)
+    parser = argparse.ArgumentParser(prog="hermes-chatto", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     args = parser.parse_args(argv)
     return dispatch(args)

@@ -291,7 +291,7 @@ async def settle(gw: Gateway, world: World, timeout: float, quiet: float = 5.0, 
 # ---------------------------------------------------------------------------------
 # case 4: garbage frames
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "chatto-wire"
+FIXTURES = Path(__file__).resolve().parent / "data" / "chatto-wire"
 
 
 def _fixture_dir() -> Path:
@@ -301,7 +301,7 @@ def _fixture_dir() -> Path:
 
 
 def _templates(rng: random.Random) -> list[bytes]:
-    """Valid server frames to mutate: the shared golden fixtures (read in place) plus
+    """Valid server frames to mutate: the golden fixtures (``tests/data/chatto-wire``) plus
     generated message frames shaped like spec §3.7 (``bench/framegen.py``)."""
     import sys
 

@@ -1,10 +1,11 @@
 """The local Chatto server emits the same realtime frame shapes as the golden fixtures.
 
-For each scenario of ``../shared/fixtures/chatto-wire/manifest.json`` (root mention,
-thread reply incl. the ThreadCreated fact and the bot's self echo, another user's reply,
-edit, delete, reaction, DM, also_send_to_channel echo, empty-operations event, reset-path
-catch-up) the server is driven through the same story over real sockets and each emitted
-projection event must have the fixture's ``operation_names`` (read from the manifest).
+For each scenario of ``tests/data/chatto-wire/manifest.json`` (or the set in
+``$CHATTO_WIRE_FIXTURES``) - root mention, thread reply incl. the ThreadCreated fact and the
+bot's self echo, another user's reply, edit, delete, reaction, DM, also_send_to_channel echo,
+empty-operations event, reset-path catch-up - the server is driven through the same story
+over real sockets and each emitted projection event must have the fixture's
+``operation_names`` (read from the manifest).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from hermes_chatto.testing.rawclient import RawRealtime, RawRpc, op_names
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = Path(os.environ.get("CHATTO_WIRE_FIXTURES", REPO.parent / "shared" / "fixtures" / "chatto-wire"))
+FIXTURES = Path(os.environ.get("CHATTO_WIRE_FIXTURES") or REPO / "tests" / "data" / "chatto-wire")
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Unary ConnectRPC client (hermes_chatto/wire/connect.py) against respx-mocked HTTP.
 
-Fixture bodies come from ``$CHATTO_WIRE_FIXTURES`` (default ``../shared/fixtures/chatto-wire``
-relative to the repo root); expected facts come from its ``manifest.json``.
+Fixture bodies come from ``$CHATTO_WIRE_FIXTURES`` (default: the repository's own copy in
+``tests/data/chatto-wire``); expected facts come from its ``manifest.json``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from hermes_chatto.wire.errors import (
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
 FIX = Path(os.environ.get("CHATTO_WIRE_FIXTURES")
-           or Path(__file__).resolve().parents[1] / "../shared/fixtures/chatto-wire").resolve()
+           or Path(__file__).resolve().parent / "data" / "chatto-wire").resolve()
 MANIFEST = json.loads((FIX / "manifest.json").read_text())
 CONNECT = [f for f in MANIFEST["fixtures"] if f["file"].startswith("connect/")]
 KEY = MANIFEST["actors"]["bot"]["bearer_token"]

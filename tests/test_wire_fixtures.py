@@ -2,8 +2,8 @@
 ``manifest.json`` and classify as the manifest says.
 
 Driven ONLY by the manifest: no ids, texts or cursors are written in this file. The folder
-comes from ``CHATTO_WIRE_FIXTURES`` (default ``../shared/fixtures/chatto-wire`` relative to
-the repository root), so the same test runs against any fixture set of the same shape.
+comes from ``CHATTO_WIRE_FIXTURES`` (default: the repository's own copy in
+``tests/data/chatto-wire``), so the same test runs against any fixture set of the same shape.
 
 Every ``expect`` key is compared against a fact extracted from the decoded protobuf, except
 keys in :data:`NOT_MODELLED` (payloads our ``.proto`` subset deliberately keeps opaque, each
@@ -62,7 +62,7 @@ except ImportError:  # pragma: no cover - temporary fallback until connect.py ex
 
 REPO = Path(__file__).resolve().parents[1]
 _ENV = os.environ.get("CHATTO_WIRE_FIXTURES")
-FIXTURES = Path(_ENV) if _ENV else (REPO / ".." / "shared" / "fixtures" / "chatto-wire").resolve()
+FIXTURES = Path(_ENV) if _ENV else REPO / "tests" / "data" / "chatto-wire"
 
 if not (FIXTURES / "manifest.json").is_file():
     if _ENV:

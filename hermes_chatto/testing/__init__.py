@@ -6,7 +6,8 @@ WebSocket (protocol 2) at ``/api/realtime``. It needs the ``server`` extra
 (``starlette``, ``uvicorn``); the import is lazy so that ``hermes_chatto.testing.*``
 helpers that do not need the server import without it.
 
-Run by hand: ``python -m hermes_chatto.testing [--host 127.0.0.1] [--port N] [--state PATH]``.
+Run by hand: ``python -m hermes_chatto.testing --help`` (``serve``, ``post``, ``read``, ``grant`` …;
+see :mod:`hermes_chatto.testing.cli`).
 """
 
 from __future__ import annotations

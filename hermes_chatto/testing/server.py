@@ -118,6 +118,10 @@ class LocalChatto:
         self.host: str | None = None
         self.port: int | None = None
         self.state_path = os.fspath(state_path) if state_path is not None else None
+        #: Bearer key of the admin HTTP API (:mod:`.admin`, used by the CLI); ``None`` = no admin API.
+        self.admin_key: str | None = None
+        #: Callbacks ``(op, user_id)`` after an admin change the CLI's ``serve`` reports (key rotation).
+        self.admin_listeners: list = []
         if self.state_path and os.path.exists(self.state_path):
             with open(self.state_path, encoding="utf-8") as fh:
                 self.state.load_json(json.load(fh))
@@ -131,7 +135,10 @@ class LocalChatto:
         from starlette.applications import Starlette
         from starlette.routing import Route, WebSocketRoute
 
+        from .admin import ADMIN_PREFIX, admin_endpoint
+
         app = Starlette(routes=[
+            Route(ADMIN_PREFIX + "/{op}", admin_endpoint, methods=_ALL_METHODS),
             Route("/api/connect/{procedure:path}", connect_endpoint, methods=_ALL_METHODS),
             WebSocketRoute("/api/realtime", realtime_endpoint),
             Route("/api", api_not_found, methods=_ALL_METHODS),
