@@ -6,12 +6,12 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: venv test demo bench proto clean
+.PHONY: venv test lint demo bench proto clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,lint]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -19,15 +19,23 @@ venv: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider
 
+# ruff (lint, then formatting) and mypy, configured in pyproject.toml; CI runs this.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
 demo: $(STAMP)
 	$(PY) -m hermes_chatto.testing.demo
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py
 
-# Regenerate the protobuf module from the hand-written subset .proto.
+# Regenerate the protobuf module from the hand-written subset .proto, and its type stub
+# (chatto_pb2.pyi: what mypy checks the wire layer's message accesses against).
 proto: $(STAMP)
 	$(PY) -m grpc_tools.protoc -I hermes_chatto/wire/proto --python_out=hermes_chatto/wire/proto hermes_chatto/wire/proto/chatto.proto
+	$(PY) -m grpc_tools.protoc -I hermes_chatto/wire/proto --pyi_out=hermes_chatto/wire/proto hermes_chatto/wire/proto/chatto.proto
 
 clean:
 	rm -rf $(VENV) build *.egg-info
