@@ -19,7 +19,6 @@ import random
 from _util import emit, note
 from ingest import setup_hermes_home
 
-
 TARGET_BYTES = 100_000
 
 
@@ -79,8 +78,10 @@ async def deliver_via_local_server(chunks: list[str]) -> int | None:
         if report.failed_index is not None:
             note(f"P5: delivery failed: {report.describe()}")
         landed = server.thread_messages(w.general_id, root.event_id)
-        note(f"P5: {len(landed)} messages landed in the thread, largest "
-             f"{max(len((m.body or '').encode()) for m in landed)} bytes")
+        note(
+            f"P5: {len(landed)} messages landed in the thread, largest "
+            f"{max(len((m.body or '').encode()) for m in landed)} bytes"
+        )
         return len(server.requests_for("/CreateMessage")) - before
     finally:
         await server.stop()

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Callable, Container, Iterable, Protocol
+from typing import Protocol
 
 from .wire.types import ROOM_KIND_DM, ChattoMessage
 

@@ -22,8 +22,16 @@ class ChattoError(Exception):
     code: str = "unknown"
     retryable: bool = False
 
-    def __init__(self, message: str = "", *, code: str | None = None, retry_after: float | None = None,
-                 may_have_landed: bool = False, http_status: int | None = None, method: str = ""):
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        code: str | None = None,
+        retry_after: float | None = None,
+        may_have_landed: bool = False,
+        http_status: int | None = None,
+        method: str = "",
+    ):
         super().__init__(message or self.__class__.__name__)
         if code is not None:
             self.code = code

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from google.protobuf.message import DecodeError
 
@@ -170,11 +171,27 @@ _MISSING = object()
 
 # _msg/_user build ChattoMessage/ChattoUser positionally (faster); fail loudly at import if
 # types.py ever reorders those dataclass fields.
-_MSG_FIELDS = ("event_id", "room_id", "author_id", "body", "created_at", "updated_at", "deleted_at",
-               "thread_root_event_id", "in_reply_to", "echo_of_event_id", "echo_from_thread_root_event_id",
-               "channel_echo_event_id", "reply_count", "has_thread", "attachment_names", "author")
+_MSG_FIELDS = (
+    "event_id",
+    "room_id",
+    "author_id",
+    "body",
+    "created_at",
+    "updated_at",
+    "deleted_at",
+    "thread_root_event_id",
+    "in_reply_to",
+    "echo_of_event_id",
+    "echo_from_thread_root_event_id",
+    "channel_echo_event_id",
+    "reply_count",
+    "has_thread",
+    "attachment_names",
+    "author",
+)
 if tuple(f.name for f in dataclasses.fields(ChattoMessage)) != _MSG_FIELDS or tuple(
-        f.name for f in dataclasses.fields(ChattoUser)) != ("id", "login", "display_name", "is_bot", "deleted"):
+    f.name for f in dataclasses.fields(ChattoUser)
+) != ("id", "login", "display_name", "is_bot", "deleted"):
     raise ImportError("hermes_chatto.wire.types changed ChattoMessage/ChattoUser fields; update frames._msg/_user")
 
 #: size bound of each cache below (a full cache is cleared, not evicted one by one).
@@ -408,8 +425,7 @@ class Classifier:
             )
         if hf("deleted_at"):
             self._remember(mid, key)
-            return MessageDeleted(message=_msg(m, _users(up.includes)), projection_id=pid,
-                                  resume_cursor=cursor)
+            return MessageDeleted(message=_msg(m, _users(up.includes)), projection_id=pid, resume_cursor=cursor)
         if mid == pid:
             self._remember(mid, key)
             if m.echo_of_event_id:
@@ -428,8 +444,9 @@ class Classifier:
         prev = known.get(mid, _MISSING)
         self._remember(mid, key)
         if prev is not _MISSING and prev != key:
-            return MessageEdited(message=_msg(m, _users(up.includes)), projection_id=pid,
-                                 editor_id=pe.actor_id, resume_cursor=cursor)
+            return MessageEdited(
+                message=_msg(m, _users(up.includes)), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
+            )
         roots = ctx.get("roots")
         if roots is not None and mid in roots:
             return Ignored("thread_root_refresh", mid)
@@ -444,9 +461,12 @@ class Classifier:
                 _PARTIAL_ROOM_CACHE.clear()
             vs = rv.viewer_state
             room = _PARTIAL_ROOM_CACHE[key] = ChattoRoom(
-                id=rv.room_id, is_member=vs.is_member,
+                id=rv.room_id,
+                is_member=vs.is_member,
                 permissions={p.permission: p.granted for p in vs.permissions},
-                slow_mode_next_post_at=_ts(vs.slow_mode_next_post_at) if vs.HasField("slow_mode_next_post_at") else None,
+                slow_mode_next_post_at=_ts(vs.slow_mode_next_post_at)
+                if vs.HasField("slow_mode_next_post_at")
+                else None,
             )
         return RoomUpdated(room, True, pid)
 

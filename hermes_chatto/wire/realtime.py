@@ -34,7 +34,8 @@ import logging
 import random
 import secrets
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import websockets
@@ -75,8 +76,9 @@ _CREDENTIAL_MESSAGE = (
 
 _CLIENT_BUG_CODES = frozenset({"bad_hello", "bad_subscribe", "bad_frame"})
 _DROP_CURSOR_CODES = frozenset({"invalid_cursor", "cursor_expired", "replay_limit_exceeded"})
-_RETRY_HYDRATE_CODES = frozenset({"room_hydration_in_progress", "room_hydration_rate_limited",
-                                  "room_hydration_server_busy"})
+_RETRY_HYDRATE_CODES = frozenset(
+    {"room_hydration_in_progress", "room_hydration_rate_limited", "room_hydration_server_busy"}
+)
 _MAX_HYDRATE_RETRIES = 8
 
 
@@ -168,7 +170,7 @@ class RealtimeSession:
         token: Any,
         *,
         on_event: Callable[[RealtimeEvent], Awaitable[None]],
-        retained_rooms: Callable[[], list[str]] = lambda: [],
+        retained_rooms: Callable[[], list[str]] = list,
         resume_cursor: str | None = None,
         on_cursor: Callable[[str], Awaitable[None] | None] | None = None,
         connect: Callable[..., Any] | None = None,
@@ -200,15 +202,34 @@ class RealtimeSession:
         self.server_version = ""
         self.state = "idle"
         self.stats: dict[str, int] = dict.fromkeys(
-            ("connects", "reconnects", "frames", "decode_errors", "unknown_frames", "unknown_operations",
-             "events", "handler_errors", "classify_errors", "stalls", "errors", "closes", "heartbeats",
-             "pongs", "hydrate_sent", "hydrate_retries", "hydrate_refused", "cursor_drops"), 0)
+            (
+                "connects",
+                "reconnects",
+                "frames",
+                "decode_errors",
+                "unknown_frames",
+                "unknown_operations",
+                "events",
+                "handler_errors",
+                "classify_errors",
+                "stalls",
+                "errors",
+                "closes",
+                "heartbeats",
+                "pongs",
+                "hydrate_sent",
+                "hydrate_retries",
+                "hydrate_refused",
+                "cursor_drops",
+            ),
+            0,
+        )
         self._ws: Any = None
         self._generation = 0
         self._stopping = False
         self._wake = asyncio.Event()
-        self._hydrated: dict[str, None] = {}       # rooms added by hydrate_room (ordered set)
-        self._socket_rooms: set[str] = set()      # rooms retained on the current socket
+        self._hydrated: dict[str, None] = {}  # rooms added by hydrate_room (ordered set)
+        self._socket_rooms: set[str] = set()  # rooms retained on the current socket
         self._hydrate_attempts: dict[str, int] = {}
         self._tasks: set[asyncio.Task] = set()
         self._pings: dict[str, asyncio.Future] = {}
@@ -282,8 +303,9 @@ class RealtimeSession:
             return True
         if len(set(self._socket_rooms) | set(self._hydrated)) >= MAX_RETAINED_ROOMS:
             self.stats["hydrate_refused"] += 1
-            log.warning("chatto realtime: not retaining room %s: %d rooms already retained (cap)",
-                        room_id, MAX_RETAINED_ROOMS)
+            log.warning(
+                "chatto realtime: not retaining room %s: %d rooms already retained (cap)", room_id, MAX_RETAINED_ROOMS
+            )
             return False
         self._hydrated[room_id] = None
         if self.connected and self._ws is not None:
@@ -314,7 +336,7 @@ class RealtimeSession:
         try:
             await ws.send(encode_ping(nonce))
             await asyncio.wait_for(fut, timeout)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             raise ChattoTransientError("realtime ping timed out", code="deadline_exceeded") from None
         finally:
             self._pings.pop(nonce, None)
@@ -347,7 +369,7 @@ class RealtimeSession:
             return
         try:
             await asyncio.wait_for(self._wake.wait(), delay)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             pass
 
     def _subscribe_rooms(self) -> list[str]:
@@ -362,8 +384,11 @@ class RealtimeSession:
                 continue
             if rid not in out:
                 if len(out) >= MAX_RETAINED_ROOMS:
-                    log.warning("chatto realtime: more than %d rooms to retain; extra rooms are not "
-                                "streamed (poll them instead)", MAX_RETAINED_ROOMS)
+                    log.warning(
+                        "chatto realtime: more than %d rooms to retain; extra rooms are not "
+                        "streamed (poll them instead)",
+                        MAX_RETAINED_ROOMS,
+                    )
                     break
                 out[rid] = None
         return list(out)
@@ -374,8 +399,7 @@ class RealtimeSession:
         self._generation += 1
         self.caught_up.clear()
         try:
-            ws = await self._connect(self.url, max_size=self.max_size, open_timeout=self.handshake_timeout,
-                                     origin=None)
+            ws = await self._connect(self.url, max_size=self.max_size, open_timeout=self.handshake_timeout, origin=None)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -392,7 +416,7 @@ class RealtimeSession:
         except websockets.ConnectionClosed as exc:
             rcvd = exc.rcvd
             outcome = _Reconnect(f"socket closed ({rcvd.code if rcvd else 'no close frame'})")
-        except (OSError, asyncio.TimeoutError, TimeoutError) as exc:
+        except (OSError, TimeoutError) as exc:
             outcome = _Reconnect(f"socket error: {type(exc).__name__}")
         finally:
             self._ws = None
@@ -413,7 +437,7 @@ class RealtimeSession:
     async def _recv(self, ws, timeout: float):
         try:
             return await asyncio.wait_for(ws.recv(), timeout)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             return _TIMEOUT
 
     async def _session(self, ws, live_since: list[float]) -> _Reconnect:
@@ -434,8 +458,7 @@ class RealtimeSession:
             if data is _TIMEOUT:
                 if phase == "live":
                     self.stats["stalls"] += 1
-                    log.warning("chatto realtime: no frame for %.1fs after caught_up; reconnecting",
-                                self.stall_timeout)
+                    log.warning("chatto realtime: no frame for %.1fs after caught_up; reconnecting", self.stall_timeout)
                     raise _Reconnect("stalled")
                 raise _Reconnect(f"handshake timeout in phase {phase}")
             self.stats["frames"] += 1
@@ -456,9 +479,12 @@ class RealtimeSession:
                 h = frame.hello
                 if h.protocol_version != PROTOCOL_VERSION:
                     raise ChattoProtocolError(
-                        PROTOCOL_1_MESSAGE if h.protocol_version == 1 else
-                        f"Chatto realtime server speaks protocol {h.protocol_version}; this adapter needs "
-                        f"protocol 2 (Chatto >= 0.5.0)", code="unsupported_protocol")
+                        PROTOCOL_1_MESSAGE
+                        if h.protocol_version == 1
+                        else f"Chatto realtime server speaks protocol {h.protocol_version}; this adapter needs "
+                        f"protocol 2 (Chatto >= 0.5.0)",
+                        code="unsupported_protocol",
+                    )
                 self.server_version = h.server_version
                 rooms = self._subscribe_rooms()
                 await ws.send(encode_subscribe(self.resume_cursor, rooms))
@@ -587,8 +613,10 @@ class RealtimeSession:
         if code == "unsupported_protocol":
             raise ChattoProtocolError(PROTOCOL_1_MESSAGE, code="unsupported_protocol")
         if not close.reconnect:
-            raise ChattoRealtimeFatal(f"Chatto closed the realtime stream without reconnect ({code}): "
-                                      f"{close.message}", code=code or "realtime_fatal")
+            raise ChattoRealtimeFatal(
+                f"Chatto closed the realtime stream without reconnect ({code}): {close.message}",
+                code=code or "realtime_fatal",
+            )
         if code in _DROP_CURSOR_CODES:
             self._drop_cursor(code)
         retry = close.retry_after_ms / 1000.0 if close.retry_after_ms else None

@@ -14,8 +14,9 @@ Units: every timestamp is float **seconds** since the Unix epoch (UTC); ``None``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, NamedTuple
+from typing import NamedTuple
 
 #: Chatto's message body limit: 10,000 bytes of UTF-8 (``MaxMessageBodyLength`` in
 #: cli/internal/core/errors.go, compared with Go ``len(body)``). Not characters.
@@ -200,7 +201,9 @@ def room_from_pb(rws, member_user_ids=()) -> ChattoRoom:
         is_member=bool(vs.is_member) if vs is not None else False,
         permissions=perms,
         member_user_ids=tuple(member_user_ids),
-        slow_mode_next_post_at=ts_seconds(vs.slow_mode_next_post_at) if vs is not None and vs.HasField("slow_mode_next_post_at") else None,
+        slow_mode_next_post_at=ts_seconds(vs.slow_mode_next_post_at)
+        if vs is not None and vs.HasField("slow_mode_next_post_at")
+        else None,
     )
 
 
