@@ -62,6 +62,7 @@ async def run() -> dict[str, list[tuple[int, int, bool]]]:
     srv = LocalChatto.demo()
     base = await srv.start()
     w = srv.world
+    assert w is not None  # demo() builds the world
     bob = srv.create_user("bob", "Bob").id
     srv.add_member(w.general_id, bob)
     room = w.general_id

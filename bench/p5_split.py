@@ -71,6 +71,7 @@ async def deliver_via_local_server(chunks: list[str]) -> int | None:
     base = await server.start()
     try:
         w = server.world
+        assert w is not None  # demo() builds the world
         root = server.post(w.alice_id, w.general_id, "@helper_bot please write the long postmortem")
         before = len(server.requests_for("/CreateMessage"))
         async with ChattoClient(base, w.bot_key) as client:

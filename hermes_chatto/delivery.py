@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 from .wire.errors import ChattoError, ChattoTransientError
 from .wire.types import MAX_BODY_BYTES
@@ -273,8 +273,23 @@ class DeliveryReport:
         return msg
 
 
+class PostedMessage(Protocol):
+    """What :func:`deliver_chunks` reads of a posted message (a ``ChattoMessage`` has it)."""
+
+    @property
+    def event_id(self) -> str: ...
+
+
+class MessagePoster(Protocol):
+    """The one call :func:`deliver_chunks` makes (``ChattoClient.create_message`` fits):
+    post ``body`` into ``room_id`` (thread ``thread_root_event_id``, ``""`` = flat) and
+    return the new message; raises :class:`ChattoError` on failure."""
+
+    async def create_message(self, room_id: str, body: str, *, thread_root_event_id: str = "") -> PostedMessage: ...
+
+
 async def deliver_chunks(
-    client: Any,
+    client: MessagePoster,
     room_id: str,
     chunks: Sequence[str],
     *,

@@ -42,11 +42,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TypeVar, cast
 
 import httpx
 from google.protobuf import json_format
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from google.protobuf.message import Message
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from .errors import (
     ChattoAmbiguousWriteError,
@@ -62,6 +63,7 @@ from .errors import (
 )
 from .proto import chatto_pb2 as pb
 from .types import (
+    BotToken,
     ChattoMessage,
     ChattoRoom,
     ChattoUser,
@@ -69,11 +71,12 @@ from .types import (
     message_from_pb,
     page_from_pb,
     room_from_pb,
+    secret_text,
     user_from_pb,
 )
 
-if TYPE_CHECKING:  # pragma: no cover
-    from pydantic import SecretStr
+#: A generated protobuf message class (request or response).
+M = TypeVar("M", bound=Message)
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +87,7 @@ CONNECT_PREFIX = "/api/connect"
 BATCH_USERS_MAX = 100
 
 
-def decode_json(pb_cls, data: bytes | str | dict) -> Any:
+def decode_json(pb_cls: type[M], data: bytes | str | dict[str, object]) -> M:
     """Decode proto3 JSON (``bytes``/``str``/already-parsed ``dict``) into a new ``pb_cls()``.
 
     Unknown fields are ignored; omitted fields keep their defaults; int64 as strings and
@@ -100,7 +103,7 @@ def decode_json(pb_cls, data: bytes | str | dict) -> Any:
     return json_format.Parse(data, msg, ignore_unknown_fields=True)
 
 
-def encode_json(msg) -> bytes:
+def encode_json(msg: Message) -> bytes:
     """Protobuf message → compact proto3 JSON bytes (camelCase keys, defaults omitted,
     proto field order), e.g. ``b'{"roomId":"R…","body":"hi"}'``."""
     return json.dumps(json_format.MessageToDict(msg), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
@@ -173,7 +176,8 @@ def error_from_response(
             data = None
     if isinstance(data, dict) and isinstance(data.get("code"), str):
         code = data["code"]
-        message = data.get("message") if isinstance(data.get("message"), str) else ""
+        raw_message = data.get("message")
+        message = raw_message if isinstance(raw_message, str) else ""
         cls = _CODE_CLASSES.get(code, ChattoError)
         retry_after = None
         if cls is ChattoResourceExhausted:
@@ -263,7 +267,7 @@ class ChattoClient:
     def __init__(
         self,
         base_url: str,
-        token: str | SecretStr | None = None,
+        token: BotToken = None,
         *,
         timeout: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -278,8 +282,7 @@ class ChattoClient:
         if not re.match(r"^https?://[^/\s]+", base):
             raise ValueError(f"Chatto base URL must be http(s)://host[:port], got {base_url!r}")
         self.base_url: str = base
-        secret = token.get_secret_value() if hasattr(token, "get_secret_value") else token
-        secret = (secret or "").strip()
+        secret = secret_text(token).strip()
         #: The bot's own user id parsed from the key ("" when the token is not a bot key).
         self.user_id_from_key: str = user_id_from_bot_key(secret)
         headers = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
@@ -300,19 +303,21 @@ class ChattoClient:
     async def __aenter__(self) -> ChattoClient:
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     # -------------------------------------------------------------- transport
 
-    async def _call(self, package: str, service: str, method: str, req, resp_cls, *, write: bool = False):
+    async def _call(
+        self, package: str, service: str, method: str, req: Message, resp_cls: type[M], *, write: bool = False
+    ) -> M:
         """One RPC with the retry policy of the module docstring; returns the decoded pb."""
         path = f"{package}.{service}/{method}"
         content = encode_json(req)
         initial, cap = self._backoff
 
-        def _log_retry(state) -> None:
-            exc = state.outcome.exception()
+        def _log_retry(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome is not None else None
             log.info(
                 "chatto %s attempt %d failed (%s); retrying",
                 path,
@@ -329,8 +334,9 @@ class ChattoClient:
         ):
             with attempt:
                 return await self._once(path, content, resp_cls, write)
+        raise AssertionError("unreachable: tenacity re-raises the last attempt's error")  # pragma: no cover
 
-    async def _once(self, path: str, content: bytes, resp_cls, write: bool):
+    async def _once(self, path: str, content: bytes, resp_cls: type[M], write: bool) -> M:
         if self._on_request is not None:
             self._on_request(path)
         url = f"{self.base_url}{CONNECT_PREFIX}/{path}"
@@ -341,11 +347,11 @@ class ChattoClient:
                 f"{path}: unsupported URL scheme in {self.base_url}", code="bad_url", method=path
             ) from exc
         except _NEVER_SENT as exc:
-            err = ChattoTransientError(
+            unsent = ChattoTransientError(
                 f"{path}: could not reach {self.base_url} ({type(exc).__name__}: {exc})", code="network", method=path
             )
-            err.never_sent = True
-            raise err from exc
+            unsent.never_sent = True
+            raise unsent from exc
         except httpx.TransportError as exc:
             what = f"{type(exc).__name__}: {exc}"
             if write:
@@ -408,9 +414,8 @@ class ChattoClient:
     async def list_rooms(self, scope: int = 0) -> list[ChattoRoom]:
         """Rooms visible to the bot (check ``is_member``); ``RoomDirectoryService/ListRooms``
         (§2.2). ``scope``: 0/1 all, 2 channels, 3 DMs (``RoomDirectoryScope``)."""
-        r = await self._call(
-            API, "RoomDirectoryService", "ListRooms", pb.ListRoomsRequest(scope=scope), pb.ListRoomsResponse
-        )
+        req = pb.ListRoomsRequest(scope=cast("pb.RoomDirectoryScope", scope))  # a plain int is a valid enum value
+        r = await self._call(API, "RoomDirectoryService", "ListRooms", req, pb.ListRoomsResponse)
         return [room_from_pb(x) for x in r.rooms]
 
     async def get_room(self, room_id: str) -> ChattoRoom:
@@ -503,7 +508,12 @@ class ChattoClient:
         return message_from_pb(r.message)
 
     @staticmethod
-    def _cursor(req, limit: int | None, after: str | None, before: str | None) -> None:
+    def _cursor(
+        req: pb.GetThreadEventsRequest | pb.GetRoomEventsRequest,
+        limit: int | None,
+        after: str | None,
+        before: str | None,
+    ) -> None:
         if after == "" or before == "":
             raise ValueError("empty timeline cursor: never send after=''/before='' (it means position 0)")
         if after is not None and before is not None:

@@ -87,6 +87,9 @@ class ChattoTransientError(ChattoError):
 
     code = "unavailable"
     retryable = True
+    #: True when the request provably never left this process (connection not established):
+    #: the one case in which a write is retried.
+    never_sent: bool = False
 
 
 class ChattoAmbiguousWriteError(ChattoTransientError):
