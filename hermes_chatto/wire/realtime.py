@@ -493,13 +493,15 @@ class RealtimeSession:
                 live_for, outcome = await self._run_once()
                 if self._stopping:
                     break
-                if outcome.opened:
-                    log.info("chatto realtime: disconnected (%s)", outcome.reason)
                 if live_for is not None and live_for >= self.reconnect_delay:
                     failures = 0
                 failures += 1
                 delay = self._delay(failures, outcome.retry_after)
-                log.info("chatto realtime: reconnect attempt %d in %.1f s (%s)", failures, delay, outcome.reason)
+                if outcome.opened:
+                    log.info("chatto realtime: disconnected (%s)", outcome.reason)
+                    log.info("chatto realtime: reconnect attempt %d in %.1f s", failures, delay)
+                else:  # the connect itself failed (logged as a warning with the exception class)
+                    log.info("chatto realtime: reconnect attempt %d in %.1f s (%s)", failures, delay, outcome.reason)
                 self._set_state("reconnecting")
                 await self._sleep(delay)
         except BaseException:
