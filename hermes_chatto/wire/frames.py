@@ -361,9 +361,6 @@ class Classifier:
         """Number of remembered message ids (≤ ``known_limit``)."""
         return len(self._known)
 
-    def _remember(self, mid: str, key: _EditStamp) -> None:
-        self._known.put(mid, key, touch=False)
-
     # -- entry point ----------------------------------------------------------------
 
     def classify(self, frame: pb.RealtimeServerFrame) -> list[RealtimeEvent]:
@@ -432,7 +429,7 @@ class Classifier:
         if up.HasField("reaction_change"):
             rc = up.reaction_change
             if mid not in known:
-                self._remember(mid, key)
+                known.put(mid, key, touch=False)
             return ReactionChanged(
                 room_id=up.room_id or m.room_id,
                 message_event_id=rc.message_event_id or mid,
@@ -442,10 +439,10 @@ class Classifier:
                 projection_id=pid,
             )
         if hf("deleted_at"):
-            self._remember(mid, key)
+            known.put(mid, key, touch=False)
             return MessageDeleted(message=_msg(m, _users(up.includes)), projection_id=pid, resume_cursor=cursor)
         if mid == pid:
-            self._remember(mid, key)
+            known.put(mid, key, touch=False)
             if m.echo_of_event_id:
                 return Ignored("echo_row", mid)
             users = _users(up.includes)
@@ -460,7 +457,7 @@ class Classifier:
             bot = self.bot_user_id
             return NewMessage(msg, pid, cursor, bool(bot) and msg.author_id == bot, up.event_cursor, users)
         prev = known.get(mid, _MISSING)
-        self._remember(mid, key)
+        known.put(mid, key, touch=False)
         if prev is not _MISSING and prev != key:
             return MessageEdited(
                 message=_msg(m, _users(up.includes)), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
@@ -537,6 +534,7 @@ class Classifier:
         rep = op.room_timeline_replace
         page = rep.page
         users = _users(page.includes)
+        known = self._known
         msgs = []
         for ev in page.events:
             if ev.WhichOneof("event") != "message_posted":
@@ -547,7 +545,7 @@ class Classifier:
                 key = (u.seconds, u.nanos)
             else:
                 key = None
-            self._remember(m.id, key)
+            known.put(m.id, key, touch=False)
             msgs.append(_msg(m, users))
         return TimelineReplaced(room_id=rep.room_id, messages=tuple(msgs), event_cursors=dict(rep.event_cursors))
 
