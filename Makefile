@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: venv test demo bench proto clean
+.PHONY: venv test lint demo bench proto clean
 
 # First run only (again when pyproject.toml changes): a venv with the package, hermes-agent and
 # the test tools. Each step says what it does; pip prints a line per package it fetches.
@@ -16,8 +16,8 @@ $(STAMP): pyproject.toml
 	@echo "==> [2/3] upgrading pip in $(VENV) (a few seconds)"
 	$(PY) -m pip install --quiet --upgrade pip
 	@echo "==> [3/3] installing hermes-chatto (editable) with hermes-agent, the local server and the"
-	@echo "          test tools: pip install -e '.[test]' (~80 packages, about a minute on a fresh machine)"
-	$(PY) -m pip install -e '.[test]'
+	@echo "          test tools: pip install -e '.[test,lint]' (~80 packages, about a minute on a fresh machine)"
+	$(PY) -m pip install -e '.[test,lint]'
 	touch $(STAMP)
 	@echo "==> $(VENV) ready"
 
@@ -26,15 +26,23 @@ venv: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider
 
+# ruff (lint, then formatting) and mypy, configured in pyproject.toml; CI runs this.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
 demo: $(STAMP)
 	$(PY) -m hermes_chatto.testing.demo
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py
 
-# Regenerate the protobuf module from the hand-written subset .proto.
+# Regenerate the protobuf module from the hand-written subset .proto, and its type stub
+# (chatto_pb2.pyi: what mypy checks the wire layer's message accesses against).
 proto: $(STAMP)
 	$(PY) -m grpc_tools.protoc -I hermes_chatto/wire/proto --python_out=hermes_chatto/wire/proto hermes_chatto/wire/proto/chatto.proto
+	$(PY) -m grpc_tools.protoc -I hermes_chatto/wire/proto --pyi_out=hermes_chatto/wire/proto hermes_chatto/wire/proto/chatto.proto
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -25,9 +25,15 @@ ROOT_PLACEHOLDER = b"ERRRRRRRRRRRRRR"
 _ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 PERMISSIONS = [
-    ("room.list", True), ("room.join", True), ("message.post", True),
-    ("message.post-in-thread", True), ("message.attach", True), ("message.react", True),
-    ("message.echo", False), ("message.manage", False), ("room.manage", False),
+    ("room.list", True),
+    ("room.join", True),
+    ("message.post", True),
+    ("message.post-in-thread", True),
+    ("message.attach", True),
+    ("message.react", True),
+    ("message.echo", False),
+    ("message.manage", False),
+    ("room.manage", False),
     ("room.ban-member", False),
 ]
 
@@ -37,7 +43,7 @@ BODIES = [
     "Deploy of payments-api 4.12.0 finished; error rate back to baseline (0.02 %).",
     "Könnt ihr bitte kurz prüfen, ob der Export für März vollständig ist? 🙏",
     "ok",
-    "Here is the stack trace:\n```\nTraceback (most recent call last):\n  File \"app.py\", line 42, in <module>\n    main()\nValueError: bad cursor\n```\nany idea?",
+    'Here is the stack trace:\n```\nTraceback (most recent call last):\n  File "app.py", line 42, in <module>\n    main()\nValueError: bad cursor\n```\nany idea?',
     "@helper_bot what's the on-call rotation for next week, and who covers the EU night shift?",
     "Merci ! Je regarde ça demain matin.",
 ]
@@ -76,9 +82,17 @@ def _fill_user(u, uid: str, login: str, display: str, is_bot: bool = False) -> N
 
 
 def build_message_frame(
-    *, kind: str, rng: random.Random, room_id: str, author: tuple[str, str, str], bot: tuple[str, str, str],
-    body: str, created: float, root_author: tuple[str, str, str] | None = None,
-    msg_id: str = MSG_PLACEHOLDER.decode(), root_id: str = ROOT_PLACEHOLDER.decode(),
+    *,
+    kind: str,
+    rng: random.Random,
+    room_id: str,
+    author: tuple[str, str, str],
+    bot: tuple[str, str, str],
+    body: str,
+    created: float,
+    root_author: tuple[str, str, str] | None = None,
+    msg_id: str = MSG_PLACEHOLDER.decode(),
+    root_id: str = ROOT_PLACEHOLDER.decode(),
 ) -> pb.RealtimeServerFrame:
     """Build the projection frame Chatto sends for one new message in a retained room.
 
@@ -156,8 +170,15 @@ class FrameFactory:
     ``users`` maps the human authors; ``bot`` is ``(id, login, display)`` of the bot.
     """
 
-    def __init__(self, seed: int = 1, *, rooms: int = 10, threads_per_room: int = 4,
-                 n_templates: int = 64, reply_share: float = 0.5):
+    def __init__(
+        self,
+        seed: int = 1,
+        *,
+        rooms: int = 10,
+        threads_per_room: int = 4,
+        n_templates: int = 64,
+        reply_share: float = 0.5,
+    ):
         rng = random.Random(seed)
         self.rng = rng
         self.bot = (make_id(rng, "U"), "helper_bot", "Ops Helper")
@@ -175,8 +196,16 @@ class FrameFactory:
             kind = "reply" if rng.random() < reply_share else "root"
             room = self.room_ids[i % rooms]
             author = rng.choice(self.users)
-            fr = build_message_frame(kind=kind, rng=rng, room_id=room, author=author, bot=self.bot,
-                                     body=rng.choice(BODIES), created=t0 + i, root_author=rng.choice(self.users))
+            fr = build_message_frame(
+                kind=kind,
+                rng=rng,
+                room_id=room,
+                author=author,
+                bot=self.bot,
+                body=rng.choice(BODIES),
+                created=t0 + i,
+                root_author=rng.choice(self.users),
+            )
             self.templates.append(Template(kind, room, author[0], fr.SerializeToString(deterministic=True)))
 
     def frames(self, n: int, *, seed: int = 7):

@@ -42,8 +42,9 @@ def chatto_platform():
     from gateway.platform_registry import PlatformEntry, platform_registry
 
     if not platform_registry.is_registered("chatto"):
-        platform_registry.register(PlatformEntry(name="chatto", label="Chatto", adapter_factory=lambda c: None,
-                                                 check_fn=lambda: True))
+        platform_registry.register(
+            PlatformEntry(name="chatto", label="Chatto", adapter_factory=lambda c: None, check_fn=lambda: True)
+        )
     return Platform("chatto")
 
 
@@ -69,8 +70,13 @@ class Pipeline:
             self.seen = SeenSet(50_000)
         self.dedupe_kind = type(self.seen).__name__
         self.ctx = {
-            r: IngressContext(bot_user_id=factory.bot[0], bot_login=factory.bot[1], room_kind="channel",
-                              room_name=f"room{i}", bot_in_thread=True)
+            r: IngressContext(
+                bot_user_id=factory.bot[0],
+                bot_login=factory.bot[1],
+                room_kind="channel",
+                room_name=f"room{i}",
+                bot_in_thread=True,
+            )
             for i, r in enumerate(factory.room_ids)
         }
         host = SimpleNamespace(platform=chatto_platform(), gateway_runner=None)
@@ -104,15 +110,29 @@ class Pipeline:
             acc[2] += t1 - t0
             if not d.dispatch:
                 continue
-            source = self.build_source(chat_id=d.chat_id, chat_name=d.chat_name, chat_type=d.chat_type,
-                                       user_id=d.user_id, user_name=d.user_name, thread_id=d.thread_id,
-                                       is_bot=d.is_bot, message_id=d.message_id)
+            source = self.build_source(
+                chat_id=d.chat_id,
+                chat_name=d.chat_name,
+                chat_type=d.chat_type,
+                user_id=d.user_id,
+                user_name=d.user_name,
+                thread_id=d.thread_id,
+                is_bot=d.is_bot,
+                message_id=d.message_id,
+            )
             t2 = pc()
-            self.make_event(text=d.text, message_type=self.TEXT, source=source, raw_message=msg,
-                            message_id=d.message_id, reply_to_message_id=msg.in_reply_to or None,
-                            channel_context=None,
-                            timestamp=datetime.fromtimestamp(msg.created_at) if msg.created_at else datetime.now(),
-                            user_id=d.user_id, user_name=d.user_name)
+            self.make_event(
+                text=d.text,
+                message_type=self.TEXT,
+                source=source,
+                raw_message=msg,
+                message_id=d.message_id,
+                reply_to_message_id=msg.in_reply_to or None,
+                channel_context=None,
+                timestamp=datetime.fromtimestamp(msg.created_at) if msg.created_at else datetime.now(),
+                user_id=d.user_id,
+                user_name=d.user_name,
+            )
             t3 = pc()
             acc[3] += t2 - t1
             acc[4] += t3 - t2
@@ -130,14 +150,28 @@ class Pipeline:
             if not d.dispatch:
                 self.drops[d.reason] = self.drops.get(d.reason, 0) + 1
                 continue
-            source = self.build_source(chat_id=d.chat_id, chat_name=d.chat_name, chat_type=d.chat_type,
-                                       user_id=d.user_id, user_name=d.user_name, thread_id=d.thread_id,
-                                       is_bot=d.is_bot, message_id=d.message_id)
-            self.make_event(text=d.text, message_type=self.TEXT, source=source, raw_message=msg,
-                            message_id=d.message_id, reply_to_message_id=msg.in_reply_to or None,
-                            channel_context=None,
-                            timestamp=datetime.fromtimestamp(msg.created_at) if msg.created_at else datetime.now(),
-                            user_id=d.user_id, user_name=d.user_name)
+            source = self.build_source(
+                chat_id=d.chat_id,
+                chat_name=d.chat_name,
+                chat_type=d.chat_type,
+                user_id=d.user_id,
+                user_name=d.user_name,
+                thread_id=d.thread_id,
+                is_bot=d.is_bot,
+                message_id=d.message_id,
+            )
+            self.make_event(
+                text=d.text,
+                message_type=self.TEXT,
+                source=source,
+                raw_message=msg,
+                message_id=d.message_id,
+                reply_to_message_id=msg.in_reply_to or None,
+                channel_context=None,
+                timestamp=datetime.fromtimestamp(msg.created_at) if msg.created_at else datetime.now(),
+                user_id=d.user_id,
+                user_name=d.user_name,
+            )
             built += 1
         self.events_built += built
         return built

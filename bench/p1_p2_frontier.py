@@ -62,6 +62,7 @@ async def run() -> dict[str, list[tuple[int, int, bool]]]:
     srv = LocalChatto.demo()
     base = await srv.start()
     w = srv.world
+    assert w is not None  # demo() builds the world
     bob = srv.create_user("bob", "Bob").id
     srv.add_member(w.general_id, bob)
     room = w.general_id
@@ -124,8 +125,8 @@ async def run() -> dict[str, list[tuple[int, int, bool]]]:
         m = srv.post(w.alice_id, room, "back after the restart", thread_root_event_id=root.event_id)
         await turn("after_restart", fr2, key, sid, m)
     await fr2.aclose()
-    note(f"P1/P2: frontier counters {dict((k, v) for k, v in fr.counters.items() if v)}")
-    note(f"P1/P2: after-restart counters {dict((k, v) for k, v in fr2.counters.items() if v)}")
+    note(f"P1/P2: frontier counters { {k: v for k, v in fr.counters.items() if v} }")
+    note(f"P1/P2: after-restart counters { {k: v for k, v in fr2.counters.items() if v} }")
     await client.aclose()
     await srv.stop()
     return results
@@ -137,8 +138,7 @@ def main() -> None:
     for kind, rows in results.items():
         n = len(rows)
         blocks = sum(1 for r in rows if r[2])
-        note(f"P1/P2: {kind}: {n} turns, reads={[r[0] for r in rows]}, writes={[r[1] for r in rows]}, "
-             f"blocks={blocks}")
+        note(f"P1/P2: {kind}: {n} turns, reads={[r[0] for r in rows]}, writes={[r[1] for r in rows]}, blocks={blocks}")
         emit(1, f"reads_per_turn_{kind}", sum(r[0] for r in rows) / n, "reads", GOALS_READS[kind])
     for kind, rows in results.items():
         emit(2, f"store_writes_per_turn_{kind}", sum(r[1] for r in rows) / len(rows), "writes", "<=1")

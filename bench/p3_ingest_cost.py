@@ -27,9 +27,8 @@ ROUNDS = 5
 def main() -> None:
     setup_hermes_home()
     from framegen import FrameFactory
-    from ingest import Pipeline
-
     from hermes_chatto.wire.proto import chatto_pb2 as pb
+    from ingest import Pipeline
 
     factory = FrameFactory(seed=3)
     frames = [d for d, *_ in factory.frames(N_FRAMES, seed=11)]
@@ -43,7 +42,7 @@ def main() -> None:
             parse(d)
         best["parse"] = min(best["parse"], time.perf_counter() - t0)
         for mode in ("adapter", "memory"):
-            pipe = Pipeline(factory, dedupe=mode)   # fresh dedupe state: every frame is new
+            pipe = Pipeline(factory, dedupe=mode)  # fresh dedupe state: every frame is new
             kinds[mode] = pipe.dedupe_kind
             t0 = time.perf_counter()
             for d in frames:
@@ -75,7 +74,7 @@ def _breakdown(factory, frames) -> None:
         for d in frames:
             pipe.timed(d, acc)
         names = ["decode", "classify", f"decide+dedupe[{pipe.dedupe_kind}]", "build_source", "make_event"]
-        note("P3 breakdown us/frame: " + " ".join(f"{k}={v / n / 1e3:.2f}" for k, v in zip(names, acc)))
+        note("P3 breakdown us/frame: " + " ".join(f"{k}={v / n / 1e3:.2f}" for k, v in zip(names, acc, strict=True)))
     pipe = Pipeline(factory, dedupe="adapter")
     prof = cProfile.Profile()
     prof.enable()
@@ -86,7 +85,7 @@ def _breakdown(factory, frames) -> None:
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(12)
     lines = out.getvalue().splitlines()
     start = next((i for i, ln in enumerate(lines) if "ncalls" in ln), 0)
-    note("P3 profile (tottime, adapter dedupe):\n" + "\n".join(ln for ln in lines[start:start + 13] if ln.strip()))
+    note("P3 profile (tottime, adapter dedupe):\n" + "\n".join(ln for ln in lines[start : start + 13] if ln.strip()))
 
 
 if __name__ == "__main__":

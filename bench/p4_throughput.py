@@ -54,9 +54,11 @@ def _run(factory, mode: str, measure_rss: bool):
             peak = max(peak, proc.memory_info().rss)
     gc.collect()
     rss1 = proc.memory_info().rss
-    note(f"P4: {mode} dedupe={pipe.dedupe_kind}: {done} frames in {elapsed:.2f} s, "
-         f"events_built={pipe.events_built}, rss {rss0 / 2**20:.1f} -> {rss1 / 2**20:.1f} MB"
-         + (f" (peak {peak / 2**20:.1f})" if measure_rss else " (peak not sampled in this run)"))
+    note(
+        f"P4: {mode} dedupe={pipe.dedupe_kind}: {done} frames in {elapsed:.2f} s, "
+        f"events_built={pipe.events_built}, rss {rss0 / 2**20:.1f} -> {rss1 / 2**20:.1f} MB"
+        + (f" (peak {peak / 2**20:.1f})" if measure_rss else " (peak not sampled in this run)")
+    )
     return done / elapsed, (rss1 - rss0) / 2**20
 
 

@@ -19,7 +19,6 @@ import random
 from _util import emit, note
 from ingest import setup_hermes_home
 
-
 TARGET_BYTES = 100_000
 
 
@@ -72,6 +71,7 @@ async def deliver_via_local_server(chunks: list[str]) -> int | None:
     base = await server.start()
     try:
         w = server.world
+        assert w is not None  # demo() builds the world
         root = server.post(w.alice_id, w.general_id, "@helper_bot please write the long postmortem")
         before = len(server.requests_for("/CreateMessage"))
         async with ChattoClient(base, w.bot_key) as client:
@@ -79,8 +79,10 @@ async def deliver_via_local_server(chunks: list[str]) -> int | None:
         if report.failed_index is not None:
             note(f"P5: delivery failed: {report.describe()}")
         landed = server.thread_messages(w.general_id, root.event_id)
-        note(f"P5: {len(landed)} messages landed in the thread, largest "
-             f"{max(len((m.body or '').encode()) for m in landed)} bytes")
+        note(
+            f"P5: {len(landed)} messages landed in the thread, largest "
+            f"{max(len((m.body or '').encode()) for m in landed)} bytes"
+        )
         return len(server.requests_for("/CreateMessage")) - before
     finally:
         await server.stop()

@@ -95,39 +95,50 @@ class BoundedSet(Generic[K]):
     """A set of at most ``capacity`` members; the least recently added is evicted first.
 
     Re-adding a member refreshes it. Empty strings and ``None`` are ignored by ``add`` (an
-    event id is never empty; a blank one is a parse gap, not a member).
+    event id is never empty; a blank one is a parse gap, not a member). Raises
+    ``ValueError`` for a ``capacity`` below 1.
+
+    Keeps its own ``OrderedDict`` rather than wrapping a :class:`BoundedMap`: membership is
+    tested for every ingested message (``ingress.SeenSet``), and one Python-level call per
+    test instead of two is measurable there.
     """
 
-    __slots__ = ("_m",)
+    __slots__ = ("capacity", "_d")
 
     def __init__(self, capacity: int, initial: Iterable[K] = ()) -> None:
-        self._m: BoundedMap[K, None] = BoundedMap(capacity)
+        if capacity < 1:
+            raise ValueError(f"BoundedSet capacity must be >= 1, got {capacity}")
+        self.capacity = int(capacity)
+        self._d: OrderedDict[K, None] = OrderedDict()
         for k in initial:
             self.add(k)
-
-    @property
-    def capacity(self) -> int:
-        return self._m.capacity
 
     def add(self, key: K) -> None:
         if key is None or key == "":
             return
-        self._m.put(key, None)
+        d = self._d
+        if key in d:
+            d.move_to_end(key)
+            return
+        d[key] = None
+        if len(d) > self.capacity:
+            while len(d) > self.capacity:
+                d.popitem(last=False)
 
     def discard(self, key: K) -> None:
-        self._m.pop(key)
+        self._d.pop(key, None)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._m
+        return key in self._d
 
     def __len__(self) -> int:
-        return len(self._m)
+        return len(self._d)
 
     def __iter__(self) -> Iterator[K]:
-        return iter(self._m)
+        return iter(self._d)
 
     def clear(self) -> None:
-        self._m.clear()
+        self._d.clear()
 
     def __repr__(self) -> str:
-        return f"BoundedSet({len(self._m)}/{self._m.capacity})"
+        return f"BoundedSet({len(self._d)}/{self.capacity})"

@@ -22,8 +22,9 @@ with the same ``create_message``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Protocol
 
 from .wire.errors import ChattoError, ChattoTransientError
 from .wire.types import MAX_BODY_BYTES
@@ -189,8 +190,7 @@ def split_body_parts(text: str, limit_bytes: int = DEFAULT_CHUNK_BYTES) -> list[
     # Fence repair may take at most a quarter of the budget; drop long info strings.
     repair_cap = limit_bytes // 4
     # Reserve room for a closing fence of the longest marker we might need.
-    reserve = min(repair_cap, 1 + max((len(f.marker) for _s, _e, k, f in fences.lines if k == "open" and f),
-                                      default=3))
+    reserve = min(repair_cap, 1 + max((len(f.marker) for _s, _e, k, f in fences.lines if k == "open" and f), default=3))
     last_visible = len(text.rstrip()) - 1  # a cut in the whitespace tail moves back to here
     while pos < n:
         prefix = ""
@@ -273,8 +273,23 @@ class DeliveryReport:
         return msg
 
 
+class PostedMessage(Protocol):
+    """What :func:`deliver_chunks` reads of a posted message (a ``ChattoMessage`` has it)."""
+
+    @property
+    def event_id(self) -> str: ...
+
+
+class MessagePoster(Protocol):
+    """The one call :func:`deliver_chunks` makes (``ChattoClient.create_message`` fits):
+    post ``body`` into ``room_id`` (thread ``thread_root_event_id``, ``""`` = flat) and
+    return the new message; raises :class:`ChattoError` on failure."""
+
+    async def create_message(self, room_id: str, body: str, *, thread_root_event_id: str = "") -> PostedMessage: ...
+
+
 async def deliver_chunks(
-    client: Any,
+    client: MessagePoster,
     room_id: str,
     chunks: Sequence[str],
     *,

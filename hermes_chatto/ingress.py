@@ -25,11 +25,12 @@ Reactions are not turns (acks are handled by the adapter). No I/O, no Hermes imp
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Callable, Container, Iterable, Protocol
+from typing import Protocol
 
+from .bounded import BoundedSet
 from .wire.types import ROOM_KIND_DM, ChattoMessage
 
 # ---------------------------------------------------------------------------------
@@ -57,35 +58,18 @@ class SeenLike(Protocol):
     def add(self, event_id: str) -> None: ...
 
 
-class SeenSet:
+class SeenSet(BoundedSet[str]):
     """Bounded in-memory set of event ids, least recently added evicted first.
 
-    ``capacity`` counts ids (default 50,000). In-memory only: the adapter prefers the
-    sqlite-backed ``hermes_chatto.store.SeenStore`` (survives a restart) when present.
+    ``capacity`` counts ids (default 50,000; below 1 means 1). In-memory only: the adapter
+    prefers the sqlite-backed ``hermes_chatto.store.SeenStore`` (survives a restart) when
+    present. Re-adding an id refreshes it; empty ids are ignored.
     """
 
-    def __init__(self, capacity: int = 50_000, initial: Iterable[str] = ()):
-        self.capacity = max(1, int(capacity))
-        self._d: OrderedDict[str, None] = OrderedDict()
-        for e in initial:
-            self.add(e)
+    __slots__ = ()
 
-    def __contains__(self, event_id: object) -> bool:
-        return event_id in self._d
-
-    def __len__(self) -> int:
-        return len(self._d)
-
-    def add(self, event_id: str) -> None:
-        if not event_id:
-            return
-        d = self._d
-        if event_id in d:
-            d.move_to_end(event_id)
-        else:
-            d[event_id] = None
-        while len(d) > self.capacity:
-            d.popitem(last=False)
+    def __init__(self, capacity: int = 50_000, initial: Iterable[str] = ()) -> None:
+        super().__init__(max(1, int(capacity)), initial)
 
 
 # ---------------------------------------------------------------------------------

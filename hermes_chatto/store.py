@@ -82,13 +82,15 @@ CREATE TABLE IF NOT EXISTS seen (
 """
 
 
-def state_path(home: str | os.PathLike | None = None) -> Path:
+def state_path(home: str | os.PathLike[str] | None = None) -> Path:
     """``<home>/chatto/state.sqlite3``; ``home`` defaults to the serving profile's Hermes
     home (:func:`hermes_chatto.compat.hermes_home`, evaluated now)."""
     if home is None:
         from .compat import hermes_home
 
-        home = hermes_home()
+        # compat.hermes_home is not annotated yet (compat is being rewritten); warn_unused_ignores
+        # flags this line once it is.
+        home = hermes_home()  # type: ignore[no-untyped-call]
     return Path(home).expanduser() / "chatto" / STATE_FILENAME
 
 
@@ -148,7 +150,7 @@ class FrontierStore:
     pruned when the store opens, so the table does not grow with every thread ever seen.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, *, max_age: float | None = FRONTIER_MAX_AGE):
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, max_age: float | None = FRONTIER_MAX_AGE):
         self.path = Path(path) if path is not None else state_path()
         self._lock = threading.Lock()
         self._conn = _connect(self.path)
@@ -167,8 +169,16 @@ class FrontierStore:
             r = cur.fetchone()
         if r is None:
             return None
-        return FrontierRow(session_key=r[0], session_id=r[1], room_id=r[2], root_id=r[3],
-                           cursor=r[4] or None, held=_ids(r[5]), updated_at=float(r[6] or 0.0), owed=_ids(r[7]))
+        return FrontierRow(
+            session_key=r[0],
+            session_id=r[1],
+            room_id=r[2],
+            root_id=r[3],
+            cursor=r[4] or None,
+            held=_ids(r[5]),
+            updated_at=float(r[6] or 0.0),
+            owed=_ids(r[7]),
+        )
 
     def save(self, row: FrontierRow) -> None:
         """Insert or replace the row of ``row.session_key`` (``updated_at`` = now if 0)."""
@@ -180,9 +190,16 @@ class FrontierStore:
                 "ON CONFLICT(session_key) DO UPDATE SET session_id=excluded.session_id, "
                 "room_id=excluded.room_id, root_id=excluded.root_id, cursor=excluded.cursor, "
                 "held=excluded.held, updated_at=excluded.updated_at, owed=excluded.owed",
-                (row.session_key, row.session_id, row.room_id, row.root_id, row.cursor or None,
-                 json.dumps(list(row.held), separators=(",", ":")), updated,
-                 json.dumps(list(row.owed), separators=(",", ":"))),
+                (
+                    row.session_key,
+                    row.session_id,
+                    row.room_id,
+                    row.root_id,
+                    row.cursor or None,
+                    json.dumps(list(row.held), separators=(",", ":")),
+                    updated,
+                    json.dumps(list(row.owed), separators=(",", ":")),
+                ),
             )
 
     def delete(self, session_key: str) -> None:
@@ -223,7 +240,7 @@ class SeenStore:
     insert) — the hot path of ingest, measured by ``bench/p3_ingest_cost.py``. Thread-safe.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, *, limit: int = SEEN_LIMIT):
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, limit: int = SEEN_LIMIT):
         if limit < 1:
             raise ValueError("limit must be >= 1")
         self.path = Path(path) if path is not None else state_path()
@@ -274,7 +291,7 @@ class SeenStore:
             # (executemany): same rows and seq order, less per-row work (AUTOINCREMENT
             # bookkeeping, bindings).
             for i in range(0, len(pending), SEEN_FLUSH_AT):
-                chunk = pending[i:i + SEEN_FLUSH_AT]
+                chunk = pending[i : i + SEEN_FLUSH_AT]
                 cur = self._conn.execute(
                     "INSERT OR IGNORE INTO seen (event_id, seen_at) VALUES " + ",".join(["(?, ?)"] * len(chunk)),
                     [x for row in chunk for x in row],
@@ -339,7 +356,7 @@ class ResumeCursorStore:
     callers on the event loop use ``asyncio.to_thread``.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None):
+    def __init__(self, path: str | os.PathLike[str] | None = None):
         self.path = Path(path) if path is not None else state_path()
         self._lock = threading.Lock()
         self._conn = _connect(self.path)
@@ -347,8 +364,9 @@ class ResumeCursorStore:
     def load(self, bot_user_id: str, *, now: float | None = None) -> str | None:
         """The stored cursor for ``bot_user_id`` if younger than 24 h, else ``None``."""
         with self._lock:
-            row = self._conn.execute("SELECT cursor, updated_at FROM realtime_cursor WHERE bot_user_id = ?",
-                                     (bot_user_id,)).fetchone()
+            row = self._conn.execute(
+                "SELECT cursor, updated_at FROM realtime_cursor WHERE bot_user_id = ?", (bot_user_id,)
+            ).fetchone()
         if row is None:
             return None
         cursor, updated_at = row

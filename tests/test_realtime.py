@@ -371,6 +371,43 @@ async def test_resume_with_cursor_and_reconnect_resends_latest_cursor():
         await cl.stop()
 
 
+async def test_disconnect_and_reconnect_are_logged_at_info_without_the_key(caplog):
+    """An operator sees each drop (close code and reason, or the exception class when the
+    socket just died), each reconnect attempt with its wait, and "reconnected"; never the key."""
+    caplog.set_level(logging.INFO, logger="hermes_chatto.wire.realtime")
+
+    async def closes_with_a_code(c: Conn):
+        await c.handshake()
+        await c.send(f_caught_up("C1"))
+        await asyncio.sleep(0.2)  # live longer than reconnect_delay: the backoff starts over
+        await c.ws.close(1012, "service restart")
+
+    async def drops_without_a_close_frame(c: Conn):
+        await c.handshake()
+        await c.send(f_caught_up("C2"))
+        await asyncio.sleep(0.2)
+        c.ws.transport.abort()
+
+    async def stays(c: Conn):
+        await c.handshake()
+        await c.send(f_caught_up("C3"))
+        await c.idle()
+
+    async with FakeChatto(closes_with_a_code, drops_without_a_close_frame, stays) as srv:
+        cl = Client(srv, reconnect_delay=0.05).start()
+        await until(lambda: cl.session.resume_cursor == "C3" and cl.session.caught_up.is_set(), what="third socket")
+        await cl.stop()
+    ours = [r for r in caplog.records if r.name == "hermes_chatto.wire.realtime"]
+    infos = [r.getMessage() for r in ours if r.levelno == logging.INFO]
+    assert "chatto realtime: connected (server 0.5.0-test), live" in infos
+    assert "chatto realtime: disconnected (socket closed (1012 service restart))" in infos
+    assert any(m.startswith("chatto realtime: disconnected (socket closed without a close frame (") for m in infos), infos
+    attempts = [m for m in infos if m.startswith("chatto realtime: reconnect attempt ")]
+    assert attempts == ["chatto realtime: reconnect attempt 1 in 0.0 s"] * 2, infos
+    assert infos.count("chatto realtime: reconnected after 1 attempt(s); live again") == 2
+    assert TOKEN not in caplog.text and "never-log-this-secret" not in caplog.text
+
+
 async def test_stall_after_caught_up_reconnects_immediately():
     async def silent(c: Conn):
         await c.handshake()

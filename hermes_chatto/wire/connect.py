@@ -39,13 +39,15 @@ import json
 import logging
 import re
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TypeVar, cast
 
 import httpx
 from google.protobuf import json_format
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from google.protobuf.message import Message
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from .errors import (
     ChattoAmbiguousWriteError,
@@ -60,10 +62,21 @@ from .errors import (
     ChattoTransientError,
 )
 from .proto import chatto_pb2 as pb
-from .types import ChattoMessage, ChattoRoom, ChattoUser, TimelinePage, message_from_pb, page_from_pb, room_from_pb, user_from_pb
+from .types import (
+    BotToken,
+    ChattoMessage,
+    ChattoRoom,
+    ChattoUser,
+    TimelinePage,
+    message_from_pb,
+    page_from_pb,
+    room_from_pb,
+    secret_text,
+    user_from_pb,
+)
 
-if TYPE_CHECKING:  # pragma: no cover
-    from pydantic import SecretStr
+#: A generated protobuf message class (request or response).
+M = TypeVar("M", bound=Message)
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +87,7 @@ CONNECT_PREFIX = "/api/connect"
 BATCH_USERS_MAX = 100
 
 
-def decode_json(pb_cls, data: bytes | str | dict) -> Any:
+def decode_json(pb_cls: type[M], data: bytes | str | dict[str, object]) -> M:
     """Decode proto3 JSON (``bytes``/``str``/already-parsed ``dict``) into a new ``pb_cls()``.
 
     Unknown fields are ignored; omitted fields keep their defaults; int64 as strings and
@@ -90,7 +103,7 @@ def decode_json(pb_cls, data: bytes | str | dict) -> Any:
     return json_format.Parse(data, msg, ignore_unknown_fields=True)
 
 
-def encode_json(msg) -> bytes:
+def encode_json(msg: Message) -> bytes:
     """Protobuf message → compact proto3 JSON bytes (camelCase keys, defaults omitted,
     proto field order), e.g. ``b'{"roomId":"R…","body":"hi"}'``."""
     return json.dumps(json_format.MessageToDict(msg), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
@@ -131,12 +144,15 @@ _CODE_CLASSES: dict[str, type[ChattoError]] = {
     "not_found": ChattoNotFound,
     "failed_precondition": ChattoFailedPrecondition,
     "resource_exhausted": ChattoResourceExhausted,
-    **{c: ChattoTransientError for c in ("aborted", "unavailable", "internal", "unknown", "deadline_exceeded", "data_loss")},
+    **dict.fromkeys(
+        ("aborted", "unavailable", "internal", "unknown", "deadline_exceeded", "data_loss"), ChattoTransientError
+    ),
 }
 
 
-def error_from_response(status: int, body: bytes, content_type: str, method: str, *,
-                        now: float | None = None) -> ChattoError:
+def error_from_response(
+    status: int, body: bytes, content_type: str, method: str, *, now: float | None = None
+) -> ChattoError:
     """Map a non-2xx unary response to a :class:`ChattoError` (spec §1.5).
 
     * JSON body ``{"code", "message", "details"?}`` → class by ``code`` (not ``status``):
@@ -160,7 +176,8 @@ def error_from_response(status: int, body: bytes, content_type: str, method: str
             data = None
     if isinstance(data, dict) and isinstance(data.get("code"), str):
         code = data["code"]
-        message = data.get("message") if isinstance(data.get("message"), str) else ""
+        raw_message = data.get("message")
+        message = raw_message if isinstance(raw_message, str) else ""
         cls = _CODE_CLASSES.get(code, ChattoError)
         retry_after = None
         if cls is ChattoResourceExhausted:
@@ -173,12 +190,17 @@ def error_from_response(status: int, body: bytes, content_type: str, method: str
         return ChattoNotAServerError(
             f"{method}: HTTP {status} without a Connect JSON body: not a Chatto server, or wrong base URL "
             f"(expected {CONNECT_PREFIX}/{method} under the server's base URL), or a service this "
-            f"server version lacks", http_status=status, method=method)
+            f"server version lacks",
+            http_status=status,
+            method=method,
+        )
     if status >= 500:
-        return ChattoTransientError(f"{method}: HTTP {status} without a Connect JSON body",
-                                    code="http_error", http_status=status, method=method)
-    return ChattoError(f"{method}: HTTP {status} without a Connect JSON body", code=f"http_{status}",
-                       http_status=status, method=method)
+        return ChattoTransientError(
+            f"{method}: HTTP {status} without a Connect JSON body", code="http_error", http_status=status, method=method
+        )
+    return ChattoError(
+        f"{method}: HTTP {status} without a Connect JSON body", code=f"http_{status}", http_status=status, method=method
+    )
 
 
 # ------------------------------------------------------------------------ result types
@@ -242,18 +264,25 @@ class ChattoClient:
     Raises ``ValueError`` for a base URL that is not http(s).
     """
 
-    def __init__(self, base_url: str, token: "str | SecretStr | None" = None, *, timeout: float = 30.0,
-                 transport: httpx.AsyncBaseTransport | None = None, read_retries: int = 3,
-                 on_request: Callable[[str], None] | None = None,
-                 backoff_initial: float = 0.25, backoff_max: float = 8.0):
+    def __init__(
+        self,
+        base_url: str,
+        token: BotToken = None,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        read_retries: int = 3,
+        on_request: Callable[[str], None] | None = None,
+        backoff_initial: float = 0.25,
+        backoff_max: float = 8.0,
+    ):
         base = (base_url or "").strip().rstrip("/")
         if base.endswith(CONNECT_PREFIX):
             base = base[: -len(CONNECT_PREFIX)]
         if not re.match(r"^https?://[^/\s]+", base):
             raise ValueError(f"Chatto base URL must be http(s)://host[:port], got {base_url!r}")
         self.base_url: str = base
-        secret = token.get_secret_value() if hasattr(token, "get_secret_value") else token
-        secret = (secret or "").strip()
+        secret = secret_text(token).strip()
         #: The bot's own user id parsed from the key ("" when the token is not a bot key).
         self.user_id_from_key: str = user_id_from_bot_key(secret)
         headers = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
@@ -271,53 +300,67 @@ class ChattoClient:
         """Close the underlying HTTP connection pool."""
         await self._http.aclose()
 
-    async def __aenter__(self) -> "ChattoClient":
+    async def __aenter__(self) -> ChattoClient:
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     # -------------------------------------------------------------- transport
 
-    async def _call(self, package: str, service: str, method: str, req, resp_cls, *, write: bool = False):
+    async def _call(
+        self, package: str, service: str, method: str, req: Message, resp_cls: type[M], *, write: bool = False
+    ) -> M:
         """One RPC with the retry policy of the module docstring; returns the decoded pb."""
         path = f"{package}.{service}/{method}"
         content = encode_json(req)
         initial, cap = self._backoff
 
-        def _log_retry(state) -> None:
-            exc = state.outcome.exception()
-            log.info("chatto %s attempt %d failed (%s); retrying", path, state.attempt_number,
-                     getattr(exc, "code", type(exc).__name__))
+        def _log_retry(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            log.info(
+                "chatto %s attempt %d failed (%s); retrying",
+                path,
+                state.attempt_number,
+                getattr(exc, "code", type(exc).__name__),
+            )
 
         async for attempt in AsyncRetrying(
             stop=stop_after_attempt(self._retries + 1),
             wait=wait_exponential_jitter(initial=initial, max=cap, jitter=initial),
             retry=retry_if_exception(_never_sent if write else _is_transient),
-            before_sleep=_log_retry, reraise=True,
+            before_sleep=_log_retry,
+            reraise=True,
         ):
             with attempt:
                 return await self._once(path, content, resp_cls, write)
+        raise AssertionError("unreachable: tenacity re-raises the last attempt's error")  # pragma: no cover
 
-    async def _once(self, path: str, content: bytes, resp_cls, write: bool):
+    async def _once(self, path: str, content: bytes, resp_cls: type[M], write: bool) -> M:
         if self._on_request is not None:
             self._on_request(path)
         url = f"{self.base_url}{CONNECT_PREFIX}/{path}"
         try:
             resp = await self._http.post(url, content=content)
         except httpx.UnsupportedProtocol as exc:
-            raise ChattoError(f"{path}: unsupported URL scheme in {self.base_url}", code="bad_url", method=path) from exc
+            raise ChattoError(
+                f"{path}: unsupported URL scheme in {self.base_url}", code="bad_url", method=path
+            ) from exc
         except _NEVER_SENT as exc:
-            err = ChattoTransientError(f"{path}: could not reach {self.base_url} ({type(exc).__name__}: {exc})",
-                                       code="network", method=path)
-            err.never_sent = True
-            raise err from exc
+            unsent = ChattoTransientError(
+                f"{path}: could not reach {self.base_url} ({type(exc).__name__}: {exc})", code="network", method=path
+            )
+            unsent.never_sent = True
+            raise unsent from exc
         except httpx.TransportError as exc:
             what = f"{type(exc).__name__}: {exc}"
             if write:
                 raise ChattoAmbiguousWriteError(
                     f"{path}: failed after the request may have been sent ({what}); the write may have landed",
-                    code="ambiguous", may_have_landed=True, method=path) from exc
+                    code="ambiguous",
+                    may_have_landed=True,
+                    method=path,
+                ) from exc
             raise ChattoTransientError(f"{path}: network error ({what})", code="network", method=path) from exc
         ctype = resp.headers.get("content-type", "")
         log.debug("chatto %s -> HTTP %d (%d bytes)", path, resp.status_code, len(resp.content))
@@ -326,24 +369,37 @@ class ChattoClient:
             if write and err.code == "http_error":
                 raise ChattoAmbiguousWriteError(
                     f"{err}; a proxy may have forwarded the write, it may have landed",
-                    code="ambiguous", may_have_landed=True, http_status=resp.status_code, method=path)
+                    code="ambiguous",
+                    may_have_landed=True,
+                    http_status=resp.status_code,
+                    method=path,
+                )
             raise err
         if "json" not in ctype.lower():
             raise ChattoNotAServerError(
                 f"{path}: HTTP 200 with Content-Type {ctype!r}, not Connect JSON: not a Chatto server, "
-                f"or wrong base URL (expected {CONNECT_PREFIX}/{path})", http_status=200, method=path)
+                f"or wrong base URL (expected {CONNECT_PREFIX}/{path})",
+                http_status=200,
+                method=path,
+            )
         try:
             return decode_json(resp_cls, resp.content)
         except (ValueError, json_format.ParseError) as exc:
-            raise ChattoError(f"{path}: malformed response body ({type(exc).__name__})", code="bad_response",
-                              http_status=200, method=path) from None
+            raise ChattoError(
+                f"{path}: malformed response body ({type(exc).__name__})",
+                code="bad_response",
+                http_status=200,
+                method=path,
+            ) from None
 
     # -------------------------------------------------------------- discovery / viewer
 
     async def get_server(self) -> ServerInfo:
         """Server name and version. RPC ``chatto.discovery.v1.ServerDiscoveryService/GetServer``
         (public, §5). Raises :class:`ChattoError` subclasses (404 non-JSON → not a server)."""
-        r = await self._call(DISCOVERY, "ServerDiscoveryService", "GetServer", pb.GetServerRequest(), pb.GetServerResponse)
+        r = await self._call(
+            DISCOVERY, "ServerDiscoveryService", "GetServer", pb.GetServerRequest(), pb.GetServerResponse
+        )
         return ServerInfo(name=r.profile.name, version=r.profile.version)
 
     async def get_viewer(self) -> Viewer:
@@ -358,33 +414,50 @@ class ChattoClient:
     async def list_rooms(self, scope: int = 0) -> list[ChattoRoom]:
         """Rooms visible to the bot (check ``is_member``); ``RoomDirectoryService/ListRooms``
         (§2.2). ``scope``: 0/1 all, 2 channels, 3 DMs (``RoomDirectoryScope``)."""
-        r = await self._call(API, "RoomDirectoryService", "ListRooms", pb.ListRoomsRequest(scope=scope), pb.ListRoomsResponse)
+        req = pb.ListRoomsRequest(scope=cast("pb.RoomDirectoryScope", scope))  # a plain int is a valid enum value
+        r = await self._call(API, "RoomDirectoryService", "ListRooms", req, pb.ListRoomsResponse)
         return [room_from_pb(x) for x in r.rooms]
 
     async def get_room(self, room_id: str) -> ChattoRoom:
         """One room with viewer state: ``RoomDirectoryService/GetRoom`` (§2.2).
         Raises :class:`ChattoNotFound` / :class:`ChattoPermissionDenied`."""
-        r = await self._call(API, "RoomDirectoryService", "GetRoom", pb.GetRoomRequest(room_id=room_id), pb.GetRoomResponse)
+        r = await self._call(
+            API, "RoomDirectoryService", "GetRoom", pb.GetRoomRequest(room_id=room_id), pb.GetRoomResponse
+        )
         return room_from_pb(r.room)
 
     async def start_dm(self, participant_ids: list[str]) -> ChattoRoom:
         """Create or return the DM with exactly these other participants (≤ 9):
         ``RoomService/StartDM`` (§2.2). Idempotent, so retried like a read. The result
         has no viewer state (``is_member`` False, no permissions)."""
-        r = await self._call(API, "RoomService", "StartDM", pb.StartDMRequest(participant_ids=list(participant_ids)), pb.StartDMResponse)
+        r = await self._call(
+            API, "RoomService", "StartDM", pb.StartDMRequest(participant_ids=list(participant_ids)), pb.StartDMResponse
+        )
         return room_from_pb(r.room)
 
     # -------------------------------------------------------------- messages (writes)
 
-    async def create_message(self, room_id: str, body: str, *, thread_root_event_id: str = "",
-                             in_reply_to: str = "", also_send_to_channel: bool = False) -> ChattoMessage:
+    async def create_message(
+        self,
+        room_id: str,
+        body: str,
+        *,
+        thread_root_event_id: str = "",
+        in_reply_to: str = "",
+        also_send_to_channel: bool = False,
+    ) -> ChattoMessage:
         """Post ``body`` (≤ 10,000 UTF-8 **bytes**) into a room or, with
         ``thread_root_event_id`` (a *root* id), into that thread: ``MessageService/CreateMessage``
         (§2.3). Returns the hydrated message with its new event id. Write policy: retried
         only if never sent; raises :class:`ChattoAmbiguousWriteError` when it may have landed,
         :class:`ChattoResourceExhausted` (slow mode, ``retry_after`` s), etc."""
-        req = pb.CreateMessageRequest(room_id=room_id, body=body, thread_root_event_id=thread_root_event_id,
-                                      in_reply_to=in_reply_to, also_send_to_channel=also_send_to_channel)
+        req = pb.CreateMessageRequest(
+            room_id=room_id,
+            body=body,
+            thread_root_event_id=thread_root_event_id,
+            in_reply_to=in_reply_to,
+            also_send_to_channel=also_send_to_channel,
+        )
         r = await self._call(API, "MessageService", "CreateMessage", req, pb.CreateMessageResponse, write=True)
         return message_from_pb(r.message)
 
@@ -425,11 +498,22 @@ class ChattoClient:
 
     async def get_message(self, room_id: str, event_id: str) -> ChattoMessage:
         """One message: ``MessageService/GetMessage`` (§2.4). Raises :class:`ChattoNotFound`."""
-        r = await self._call(API, "MessageService", "GetMessage", pb.GetMessageRequest(room_id=room_id, event_id=event_id), pb.GetMessageResponse)
+        r = await self._call(
+            API,
+            "MessageService",
+            "GetMessage",
+            pb.GetMessageRequest(room_id=room_id, event_id=event_id),
+            pb.GetMessageResponse,
+        )
         return message_from_pb(r.message)
 
     @staticmethod
-    def _cursor(req, limit: int | None, after: str | None, before: str | None) -> None:
+    def _cursor(
+        req: pb.GetThreadEventsRequest | pb.GetRoomEventsRequest,
+        limit: int | None,
+        after: str | None,
+        before: str | None,
+    ) -> None:
         if after == "" or before == "":
             raise ValueError("empty timeline cursor: never send after=''/before='' (it means position 0)")
         if after is not None and before is not None:
@@ -441,8 +525,15 @@ class ChattoClient:
         elif before is not None:
             req.before = before
 
-    async def get_thread_events(self, room_id: str, thread_root_event_id: str, *, limit: int | None = None,
-                                after: str | None = None, before: str | None = None) -> TimelinePage:
+    async def get_thread_events(
+        self,
+        room_id: str,
+        thread_root_event_id: str,
+        *,
+        limit: int | None = None,
+        after: str | None = None,
+        before: str | None = None,
+    ) -> TimelinePage:
         """A thread page, oldest first: ``ThreadService/GetThreadEvents`` (§2.8). Without a
         cursor: root first, then the latest ``limit`` replies (server default 50, max 500);
         with ``after``/``before`` (a thread ``tl:`` cursor): replies only. Empty pages have
@@ -452,19 +543,23 @@ class ChattoClient:
         r = await self._call(API, "ThreadService", "GetThreadEvents", req, pb.GetThreadEventsResponse)
         return page_from_pb(r.page)
 
-    async def get_thread_events_around(self, room_id: str, thread_root_event_id: str, event_id: str,
-                                       limit: int | None = None) -> tuple[TimelinePage, int]:
+    async def get_thread_events_around(
+        self, room_id: str, thread_root_event_id: str, event_id: str, limit: int | None = None
+    ) -> tuple[TimelinePage, int]:
         """Window around ``event_id`` with the root at index 0:
         ``ThreadService/GetThreadEventsAround`` (§2.8) → ``(page, target_index)``; the index
         counts all page events (message rows only are kept in ``page.messages``)."""
-        req = pb.GetThreadEventsAroundRequest(room_id=room_id, thread_root_event_id=thread_root_event_id, event_id=event_id)
+        req = pb.GetThreadEventsAroundRequest(
+            room_id=room_id, thread_root_event_id=thread_root_event_id, event_id=event_id
+        )
         if limit is not None:
             req.limit = limit
         r = await self._call(API, "ThreadService", "GetThreadEventsAround", req, pb.GetThreadEventsAroundResponse)
         return page_from_pb(r.page), r.target_index
 
-    async def get_room_events(self, room_id: str, *, limit: int | None = None, after: str | None = None,
-                              before: str | None = None) -> TimelinePage:
+    async def get_room_events(
+        self, room_id: str, *, limit: int | None = None, after: str | None = None, before: str | None = None
+    ) -> TimelinePage:
         """A room timeline page (roots, echo rows; no thread replies), oldest first:
         ``RoomService/GetRoomEvents`` (§2.8). Cursor rules as :meth:`get_thread_events`."""
         req = pb.GetRoomEventsRequest(room_id=room_id)
@@ -478,8 +573,13 @@ class ChattoClient:
         ids = list(user_ids)
         out: list[ChattoUser] = []
         for i in range(0, len(ids), BATCH_USERS_MAX):
-            r = await self._call(API, "UserService", "BatchGetUsers",
-                                 pb.BatchGetUsersRequest(user_ids=ids[i:i + BATCH_USERS_MAX]), pb.BatchGetUsersResponse)
+            r = await self._call(
+                API,
+                "UserService",
+                "BatchGetUsers",
+                pb.BatchGetUsersRequest(user_ids=ids[i : i + BATCH_USERS_MAX]),
+                pb.BatchGetUsersResponse,
+            )
             out.extend(user_from_pb(m.user) for m in r.users)
         return out
 

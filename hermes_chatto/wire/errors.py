@@ -22,8 +22,16 @@ class ChattoError(Exception):
     code: str = "unknown"
     retryable: bool = False
 
-    def __init__(self, message: str = "", *, code: str | None = None, retry_after: float | None = None,
-                 may_have_landed: bool = False, http_status: int | None = None, method: str = ""):
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        code: str | None = None,
+        retry_after: float | None = None,
+        may_have_landed: bool = False,
+        http_status: int | None = None,
+        method: str = "",
+    ):
         super().__init__(message or self.__class__.__name__)
         if code is not None:
             self.code = code
@@ -79,6 +87,9 @@ class ChattoTransientError(ChattoError):
 
     code = "unavailable"
     retryable = True
+    #: True when the request provably never left this process (connection not established):
+    #: the one case in which a write is retried.
+    never_sent: bool = False
 
 
 class ChattoAmbiguousWriteError(ChattoTransientError):

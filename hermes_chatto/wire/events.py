@@ -8,8 +8,8 @@ carries ``projection_id`` (the enclosing ``RealtimeProjectionEvent.id``) and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from .types import ChattoMessage, ChattoRoom, ChattoUser
 
@@ -157,7 +157,19 @@ class Ignored:
 
 
 RealtimeEvent = (
-    NewMessage | MessageEdited | MessageDeleted | ReactionChanged | Typing | RoomUpdated | RoomRemoved
-    | RoomActivity | TimelineReplaced | ViewerUpdated | UserUpdated | ProjectionReset | CaughtUp
-    | CursorAdvanced | Ignored
+    NewMessage
+    | MessageEdited
+    | MessageDeleted
+    | ReactionChanged
+    | Typing
+    | RoomUpdated
+    | RoomRemoved
+    | RoomActivity
+    | TimelineReplaced
+    | ViewerUpdated
+    | UserUpdated
+    | ProjectionReset
+    | CaughtUp
+    | CursorAdvanced
+    | Ignored
 )

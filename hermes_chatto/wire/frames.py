@@ -13,11 +13,13 @@ bot learns that a message was posted); classification order from the wire fixtur
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict
-from typing import Any, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from google.protobuf.message import DecodeError
 
+from ..bounded import BoundedMap
+from ..counters import Counters
 from .errors import ChattoError
 from .events import (
     CaughtUp,
@@ -38,7 +40,10 @@ from .events import (
     ViewerUpdated,
 )
 from .proto import chatto_pb2 as pb
-from .types import MAX_RETAINED_ROOMS, ChattoMessage, ChattoRoom, ChattoUser, room_from_pb
+from .types import MAX_RETAINED_ROOMS, BotToken, ChattoMessage, ChattoRoom, ChattoUser, room_from_pb, secret_text
+
+if TYPE_CHECKING:
+    from google.protobuf.timestamp_pb2 import Timestamp
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -72,12 +77,7 @@ class FrameDecodeError(ChattoError, ValueError):
 # ----------------------------------------------------------------------------- encoders
 
 
-def _secret(token: Any) -> str:
-    get = getattr(token, "get_secret_value", None)
-    return get() if get is not None else str(token)
-
-
-def encode_hello(token: Any) -> bytes:
+def encode_hello(token: BotToken) -> bytes:
     """``RealtimeClientFrame{hello{protocol_version: 2, bearer_token}}`` as bytes.
 
     ``token`` is the bot key ``cht_BK_<userId>.<secret>`` (``str`` or pydantic ``SecretStr``);
@@ -87,7 +87,7 @@ def encode_hello(token: Any) -> bytes:
     """
     f = pb.RealtimeClientFrame()
     f.hello.protocol_version = PROTOCOL_VERSION
-    tok = _secret(token) if token is not None else ""
+    tok = secret_text(token)
     if tok:
         f.hello.bearer_token = tok
     return f.SerializeToString()
@@ -139,7 +139,7 @@ def encode_hydrate_room(room_id: str) -> bytes:
 # ----------------------------------------------------------------------------- decoder
 
 
-def decode_server_frame(data: bytes | bytearray | memoryview) -> pb.RealtimeServerFrame:
+def decode_server_frame(data: bytes | bytearray | memoryview | str) -> pb.RealtimeServerFrame:
     """Decode the payload of one binary WebSocket message into ``RealtimeServerFrame``.
 
     Raises :class:`FrameDecodeError` for a text frame (``str``) or bytes that do not parse
@@ -168,18 +168,49 @@ _parse_server_frame = pb.RealtimeServerFrame.FromString
 
 _MISSING = object()
 
+#: A message's ``updated_at`` as ``(seconds, nanos)``, ``None`` when never edited: what the
+#: known-message memory compares to tell an edit from a summary refresh.
+_EditStamp = tuple[int, int] | None
+
+#: Per-projection-event scratch shared by the operation handlers: ``"roots"`` = thread roots
+#: of replies new in this event (so the root's refreshed upsert is ``thread_root_refresh``).
+_OpContext = dict[str, set[str]]
+
+_OpHandler = Callable[
+    [pb.RealtimeProjectionOperation, pb.RealtimeProjectionEvent, str, str | None, _OpContext], RealtimeEvent
+]
+
 # _msg/_user build ChattoMessage/ChattoUser positionally (faster); fail loudly at import if
 # types.py ever reorders those dataclass fields.
-_MSG_FIELDS = ("event_id", "room_id", "author_id", "body", "created_at", "updated_at", "deleted_at",
-               "thread_root_event_id", "in_reply_to", "echo_of_event_id", "echo_from_thread_root_event_id",
-               "channel_echo_event_id", "reply_count", "has_thread", "attachment_names", "author")
+_MSG_FIELDS = (
+    "event_id",
+    "room_id",
+    "author_id",
+    "body",
+    "created_at",
+    "updated_at",
+    "deleted_at",
+    "thread_root_event_id",
+    "in_reply_to",
+    "echo_of_event_id",
+    "echo_from_thread_root_event_id",
+    "channel_echo_event_id",
+    "reply_count",
+    "has_thread",
+    "attachment_names",
+    "author",
+)
 if tuple(f.name for f in dataclasses.fields(ChattoMessage)) != _MSG_FIELDS or tuple(
-        f.name for f in dataclasses.fields(ChattoUser)) != ("id", "login", "display_name", "is_bot", "deleted"):
+    f.name for f in dataclasses.fields(ChattoUser)
+) != ("id", "login", "display_name", "is_bot", "deleted"):
     raise ImportError("hermes_chatto.wire.types changed ChattoMessage/ChattoUser fields; update frames._msg/_user")
 
 #: size bound of each cache below (a full cache is cleared, not evicted one by one).
+#: Deliberately plain dicts, not ``BoundedMap``: they are not LRUs (nothing is refreshed,
+#: a miss only costs a rebuild), and they are read several times per frame on the ingest
+#: hot path, where a C ``dict.get`` is measurably cheaper than a Python-level method call.
 _CACHE_LIMIT = 4096
-_USER_CACHE: dict[tuple, ChattoUser] = {}
+_USER_CACHE: dict[tuple[str, str, str, bool, bool], ChattoUser] = {}
 _PARTIAL_ROOM_CACHE: dict[bytes, ChattoRoom] = {}
 #: serialized ``RoomTimelineIncludes`` → its ``{user_id: ChattoUser}`` (copied on every hit).
 _INCLUDES_CACHE: dict[bytes, dict[str, ChattoUser]] = {}
@@ -187,7 +218,7 @@ _INCLUDES_CACHE: dict[bytes, dict[str, ChattoUser]] = {}
 _NOT_NEEDED: dict[str, Ignored] = {}
 
 
-def _user(u) -> ChattoUser:
+def _user(u: pb.User) -> ChattoUser:
     """``User`` → :class:`ChattoUser`, shared through a small bounded cache (the values are
     immutable; the same few authors appear in almost every frame)."""
     key = (u.id, u.login, u.display_name, u.is_bot, u.deleted)
@@ -199,7 +230,7 @@ def _user(u) -> ChattoUser:
     return hit
 
 
-def _users(includes) -> dict[str, ChattoUser]:
+def _users(includes: pb.RoomTimelineIncludes) -> dict[str, ChattoUser]:
     """``RoomTimelineIncludes`` → ``{user_id: ChattoUser}`` (a fresh dict per call).
 
     Keyed by the serialized ``includes`` (one upb call instead of a map walk plus five
@@ -216,14 +247,15 @@ def _users(includes) -> dict[str, ChattoUser]:
     return hit.copy()
 
 
-def _ts(t) -> float | None:
-    s, n = t.seconds, t.nanos
+def _ts(t: Timestamp) -> float | None:
+    s: int = t.seconds
+    n: int = t.nanos
     if not s and not n:
         return None
     return s + n / 1e9
 
 
-def _msg(m, users: Mapping[str, ChattoUser]) -> ChattoMessage:
+def _msg(m: pb.Message, users: Mapping[str, ChattoUser]) -> ChattoMessage:
     """``Message`` → :class:`ChattoMessage`; same result as ``types.message_from_pb`` but
     with fewer protobuf accessor calls (this is the hot path of live ingest).
 
@@ -233,7 +265,7 @@ def _msg(m, users: Mapping[str, ChattoUser]) -> ChattoMessage:
     hf = m.HasField
     has_thread = hf("thread")
     actor = m.actor_id
-    body = m.body
+    body: str | None = m.body
     if not body and not hf("body"):
         body = None
     c = m.created_at
@@ -300,13 +332,15 @@ class Classifier:
 
     __slots__ = ("bot_user_id", "known_limit", "_known", "counters", "_ops")
 
-    def __init__(self, bot_user_id: str = "", known_limit: int = 20_000):
+    def __init__(self, bot_user_id: str = "", known_limit: int = 20_000) -> None:
         self.bot_user_id = bot_user_id or ""
         self.known_limit = max(1, int(known_limit))
-        self._known: OrderedDict[str, tuple[int, int] | None] = OrderedDict()
+        # Insertion order, not LRU (``touch=False`` below): an edit does not make a message
+        # younger, so the oldest-seen messages age out first.
+        self._known: BoundedMap[str, _EditStamp] = BoundedMap(self.known_limit)
         #: ``unknown_operations``: undeclared operation tags seen; ``projection_events``.
-        self.counters: dict[str, int] = {"unknown_operations": 0, "projection_events": 0}
-        self._ops = {
+        self.counters = Counters({"unknown_operations": 0, "projection_events": 0})
+        self._ops: dict[str, _OpHandler] = {
             "room_timeline_event_upsert": self._upsert,
             "room_viewer_state_replace": self._viewer_state,
             "room_activity": self._activity,
@@ -329,12 +363,6 @@ class Classifier:
     def known_count(self) -> int:
         """Number of remembered message ids (≤ ``known_limit``)."""
         return len(self._known)
-
-    def _remember(self, mid: str, key) -> None:
-        known = self._known
-        known[mid] = key
-        if len(known) > self.known_limit:
-            known.popitem(last=False)
 
     # -- entry point ----------------------------------------------------------------
 
@@ -359,7 +387,7 @@ class Classifier:
         pid = pe.id
         cursor = pe.resume_cursor or None
         out: list[RealtimeEvent] = []
-        ctx: dict[str, Any] = {}
+        ctx: _OpContext = {}
         ops = self._ops
         for op in pe.operations:
             name = op.WhichOneof("operation")
@@ -380,7 +408,14 @@ class Classifier:
 
     # -- operation handlers -----------------------------------------------------------
 
-    def _upsert(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+    def _upsert(
+        self,
+        op: pb.RealtimeProjectionOperation,
+        pe: pb.RealtimeProjectionEvent,
+        pid: str,
+        cursor: str | None,
+        ctx: _OpContext,
+    ) -> RealtimeEvent:
         up = op.room_timeline_event_upsert
         ev = up.event
         if ev.WhichOneof("event") != "message_posted":
@@ -397,7 +432,7 @@ class Classifier:
         if up.HasField("reaction_change"):
             rc = up.reaction_change
             if mid not in known:
-                self._remember(mid, key)
+                known.put(mid, key, touch=False)
             return ReactionChanged(
                 room_id=up.room_id or m.room_id,
                 message_event_id=rc.message_event_id or mid,
@@ -407,11 +442,10 @@ class Classifier:
                 projection_id=pid,
             )
         if hf("deleted_at"):
-            self._remember(mid, key)
-            return MessageDeleted(message=_msg(m, _users(up.includes)), projection_id=pid,
-                                  resume_cursor=cursor)
+            known.put(mid, key, touch=False)
+            return MessageDeleted(message=_msg(m, _users(up.includes)), projection_id=pid, resume_cursor=cursor)
         if mid == pid:
-            self._remember(mid, key)
+            known.put(mid, key, touch=False)
             if m.echo_of_event_id:
                 return Ignored("echo_row", mid)
             users = _users(up.includes)
@@ -426,16 +460,24 @@ class Classifier:
             bot = self.bot_user_id
             return NewMessage(msg, pid, cursor, bool(bot) and msg.author_id == bot, up.event_cursor, users)
         prev = known.get(mid, _MISSING)
-        self._remember(mid, key)
+        known.put(mid, key, touch=False)
         if prev is not _MISSING and prev != key:
-            return MessageEdited(message=_msg(m, _users(up.includes)), projection_id=pid,
-                                 editor_id=pe.actor_id, resume_cursor=cursor)
+            return MessageEdited(
+                message=_msg(m, _users(up.includes)), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
+            )
         roots = ctx.get("roots")
         if roots is not None and mid in roots:
             return Ignored("thread_root_refresh", mid)
         return Ignored("summary_refresh", mid)
 
-    def _viewer_state(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+    def _viewer_state(
+        self,
+        op: pb.RealtimeProjectionOperation,
+        pe: pb.RealtimeProjectionEvent,
+        pid: str,
+        cursor: str | None,
+        ctx: _OpContext,
+    ) -> RealtimeEvent:
         rv = op.room_viewer_state_replace
         key = rv.SerializeToString()  # room id + viewer state: equal bytes, equal room
         room = _PARTIAL_ROOM_CACHE.get(key)
@@ -444,26 +486,58 @@ class Classifier:
                 _PARTIAL_ROOM_CACHE.clear()
             vs = rv.viewer_state
             room = _PARTIAL_ROOM_CACHE[key] = ChattoRoom(
-                id=rv.room_id, is_member=vs.is_member,
+                id=rv.room_id,
+                is_member=vs.is_member,
                 permissions={p.permission: p.granted for p in vs.permissions},
-                slow_mode_next_post_at=_ts(vs.slow_mode_next_post_at) if vs.HasField("slow_mode_next_post_at") else None,
+                slow_mode_next_post_at=_ts(vs.slow_mode_next_post_at)
+                if vs.HasField("slow_mode_next_post_at")
+                else None,
             )
         return RoomUpdated(room, True, pid)
 
-    def _activity(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+    def _activity(
+        self,
+        op: pb.RealtimeProjectionOperation,
+        pe: pb.RealtimeProjectionEvent,
+        pid: str,
+        cursor: str | None,
+        ctx: _OpContext,
+    ) -> RealtimeEvent:
         return RoomActivity(op.room_activity.room_id, pid, pe.actor_id, cursor)
 
-    def _room_upsert(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+    def _room_upsert(
+        self,
+        op: pb.RealtimeProjectionOperation,
+        pe: pb.RealtimeProjectionEvent,
+        pid: str,
+        cursor: str | None,
+        ctx: _OpContext,
+    ) -> RealtimeEvent:
         r = op.room_upsert
         return RoomUpdated(room=room_from_pb(r.room, r.member_user_ids), partial=False, projection_id=pid)
 
-    def _room_remove(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+    def _room_remove(
+        self,
+        op: pb.RealtimeProjectionOperation,
+        pe: pb.RealtimeProjectionEvent,
+        pid: str,
+        cursor: str | None,
+        ctx: _OpContext,
+    ) -> RealtimeEvent:
         return RoomRemoved(room_id=op.room_remove.room_id, projection_id=pid)
 
-    def _timeline_replace(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+    def _timeline_replace(
+        self,
+        op: pb.RealtimeProjectionOperation,
+        pe: pb.RealtimeProjectionEvent,
+        pid: str,
+        cursor: str | None,
+        ctx: _OpContext,
+    ) -> RealtimeEvent:
         rep = op.room_timeline_replace
         page = rep.page
         users = _users(page.includes)
+        known = self._known
         msgs = []
         for ev in page.events:
             if ev.WhichOneof("event") != "message_posted":
@@ -474,11 +548,18 @@ class Classifier:
                 key = (u.seconds, u.nanos)
             else:
                 key = None
-            self._remember(m.id, key)
+            known.put(m.id, key, touch=False)
             msgs.append(_msg(m, users))
         return TimelineReplaced(room_id=rep.room_id, messages=tuple(msgs), event_cursors=dict(rep.event_cursors))
 
-    def _viewer_upsert(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+    def _viewer_upsert(
+        self,
+        op: pb.RealtimeProjectionOperation,
+        pe: pb.RealtimeProjectionEvent,
+        pid: str,
+        cursor: str | None,
+        ctx: _OpContext,
+    ) -> RealtimeEvent:
         v = op.viewer_upsert
         user = _user(v.user.profile)
         if not self.bot_user_id and user.id:
@@ -486,11 +567,32 @@ class Classifier:
         perms = {p.permission: p.granted for p in v.viewer_permissions.permissions}
         return ViewerUpdated(user=user, permissions=perms)
 
-    def _user_upsert(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+    def _user_upsert(
+        self,
+        op: pb.RealtimeProjectionOperation,
+        pe: pb.RealtimeProjectionEvent,
+        pid: str,
+        cursor: str | None,
+        ctx: _OpContext,
+    ) -> RealtimeEvent:
         return UserUpdated(user=_user(op.user_upsert.user))
 
-    def _reset(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+    def _reset(
+        self,
+        op: pb.RealtimeProjectionOperation,
+        pe: pb.RealtimeProjectionEvent,
+        pid: str,
+        cursor: str | None,
+        ctx: _OpContext,
+    ) -> RealtimeEvent:
         return ProjectionReset(projection_id=pid)
 
-    def _row_remove(self, op, pe, pid, cursor, ctx) -> RealtimeEvent:
+    def _row_remove(
+        self,
+        op: pb.RealtimeProjectionOperation,
+        pe: pb.RealtimeProjectionEvent,
+        pid: str,
+        cursor: str | None,
+        ctx: _OpContext,
+    ) -> RealtimeEvent:
         return Ignored("row_removed", detail=op.room_timeline_event_remove.event_id)

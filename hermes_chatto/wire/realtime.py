@@ -34,12 +34,14 @@ import logging
 import random
 import secrets
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 import websockets
 import websockets.asyncio.client
 
+from ..counters import Counters
 from .errors import ChattoCredentialError, ChattoProtocolError, ChattoRealtimeFatal, ChattoTransientError
 from .events import CaughtUp, CursorAdvanced, RealtimeEvent
 from .frames import (
@@ -53,9 +55,18 @@ from .frames import (
     encode_ping,
     encode_subscribe,
 )
-from .types import MAX_RETAINED_ROOMS
+from .proto import chatto_pb2 as pb
+from .types import MAX_RETAINED_ROOMS, BotToken, secret_text
 
-__all__ = ["RealtimeSession", "realtime_url", "PROTOCOL_1_MESSAGE", "DEFAULT_MAX_SIZE"]
+__all__ = [
+    "RealtimeSession",
+    "RealtimeSocket",
+    "SocketFactory",
+    "default_connect",
+    "realtime_url",
+    "PROTOCOL_1_MESSAGE",
+    "DEFAULT_MAX_SIZE",
+]
 
 log = logging.getLogger("hermes_chatto.wire.realtime")
 
@@ -75,8 +86,9 @@ _CREDENTIAL_MESSAGE = (
 
 _CLIENT_BUG_CODES = frozenset({"bad_hello", "bad_subscribe", "bad_frame"})
 _DROP_CURSOR_CODES = frozenset({"invalid_cursor", "cursor_expired", "replay_limit_exceeded"})
-_RETRY_HYDRATE_CODES = frozenset({"room_hydration_in_progress", "room_hydration_rate_limited",
-                                  "room_hydration_server_busy"})
+_RETRY_HYDRATE_CODES = frozenset(
+    {"room_hydration_in_progress", "room_hydration_rate_limited", "room_hydration_server_busy"}
+)
 _MAX_HYDRATE_RETRIES = 8
 
 
@@ -94,7 +106,7 @@ def realtime_url(base_url: str) -> str:
     return urlunsplit((scheme, parts.netloc, path, "", ""))
 
 
-class _NoFrameDebugLogger(logging.LoggerAdapter):
+class _NoFrameDebugLogger(logging.LoggerAdapter[logging.Logger]):
     """Logger handed to ``websockets``: it never enables DEBUG, because websockets logs every
     frame's bytes at DEBUG and the realtime ``hello`` frame carries the bot key."""
 
@@ -106,24 +118,265 @@ class _NoFrameDebugLogger(logging.LoggerAdapter):
 WS_LOGGER = _NoFrameDebugLogger(logging.getLogger("hermes_chatto.wire.ws"), {})
 
 
-def default_connect(url: str, **kw: Any):
-    """``websockets.asyncio.client.connect`` with :data:`WS_LOGGER` (no frame dumps)."""
-    kw.setdefault("logger", WS_LOGGER)
-    return websockets.asyncio.client.connect(url, **kw)
+class RealtimeSocket(Protocol):
+    """What the session needs of an open WebSocket (``websockets`` ``ClientConnection``
+    has it): send one binary message, receive one message, close."""
+
+    async def send(self, message: bytes, /) -> None: ...
+
+    async def recv(self) -> bytes | str: ...
+
+    async def close(self) -> None: ...
+
+
+class SocketFactory(Protocol):
+    """``await connect(url, max_size=…, open_timeout=…, origin=None)`` → an open socket.
+
+    ``max_size`` is bytes (``None`` = unbounded), ``open_timeout`` seconds; ``origin`` is
+    always ``None`` (no ``Origin`` header). Raises ``OSError`` / ``TimeoutError`` /
+    ``websockets`` errors when the socket cannot be opened."""
+
+    def __call__(
+        self, url: str, /, *, max_size: int | None, open_timeout: float, origin: None
+    ) -> Awaitable[RealtimeSocket]: ...
+
+
+def default_connect(
+    url: str,
+    *,
+    max_size: int | None = DEFAULT_MAX_SIZE,
+    open_timeout: float | None = 10.0,
+    close_timeout: float | None = 10.0,
+    origin: None = None,
+) -> websockets.asyncio.client.connect:
+    """``websockets.asyncio.client.connect`` with :data:`WS_LOGGER` (no frame dumps).
+
+    Sizes in bytes, timeouts in seconds (``None`` = no limit); never sends an ``Origin``.
+    Await the result for the open connection."""
+    return websockets.asyncio.client.connect(
+        url,
+        max_size=max_size,
+        open_timeout=open_timeout,
+        close_timeout=close_timeout,
+        origin=origin,
+        logger=WS_LOGGER,
+    )
 
 
 class _Reconnect(Exception):
-    """Internal: end this socket and reconnect. ``retry_after`` seconds from the server, or None."""
+    """Internal: end this socket and reconnect. ``retry_after`` seconds from the server, or
+    None. ``opened``: a socket was open (set by ``_run_once``), so this is a disconnect
+    rather than a failed connect."""
 
-    def __init__(self, reason: str, retry_after: float | None = None):
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        self.opened = False
 
 
-def _secret(token: Any) -> str:
-    get = getattr(token, "get_secret_value", None)
-    return get() if get is not None else ("" if token is None else str(token))
+def _closed_reason(exc: websockets.ConnectionClosed) -> str:
+    """Why the socket closed, for the log: the close code and the server's reason text
+    (truncated), or the exception class when no close frame came. Never frame bytes."""
+    rcvd = exc.rcvd
+    if rcvd is None:
+        return f"socket closed without a close frame ({type(exc).__name__})"
+    reason = rcvd.reason[:120]
+    return f"socket closed ({rcvd.code} {reason})" if reason else f"socket closed ({rcvd.code})"
+
+
+def _raise_credential_or_protocol(code: str) -> None:
+    """Raise for the two codes that end the session whether sent as error or close."""
+    if code == "authentication_required":
+        raise ChattoCredentialError(_CREDENTIAL_MESSAGE, code="authentication_required")
+    if code == "unsupported_protocol":
+        raise ChattoProtocolError(PROTOCOL_1_MESSAGE, code="unsupported_protocol")
+
+
+def _close_outcome(close: pb.RealtimeClose) -> _Reconnect:
+    """``RealtimeClose`` (spec §3.4): raises :class:`ChattoCredentialError` /
+    :class:`ChattoProtocolError`, or :class:`ChattoRealtimeFatal` for a close without
+    ``reconnect``; otherwise the reconnect to do (``retry_after_ms`` as seconds)."""
+    code = close.code
+    _raise_credential_or_protocol(code)
+    if not close.reconnect:
+        raise ChattoRealtimeFatal(
+            f"Chatto closed the realtime stream without reconnect ({code}): {close.message}",
+            code=code or "realtime_fatal",
+        )
+    retry = close.retry_after_ms / 1000.0 if close.retry_after_ms else None
+    log.info("chatto realtime: server closed the stream (%s), reconnect allowed", code)
+    return _Reconnect(code or "close", retry)
+
+
+async def _recv_within(ws: RealtimeSocket, timeout: float) -> bytes | str | None:
+    """The next message, or ``None`` after ``timeout`` seconds without one."""
+    try:
+        return await asyncio.wait_for(ws.recv(), timeout)
+    except TimeoutError:
+        return None
+
+
+def _valid_room_id(room_id: object) -> bool:
+    return isinstance(room_id, str) and bool(room_id) and len(room_id.encode("utf-8")) <= MAX_ROOM_ID_BYTES
+
+
+class _RoomRetention:
+    """Which rooms the session retains (spec §3.6: at most 64 per socket).
+
+    ``hydrated``: rooms added by ``hydrate_room`` (an ordered set; asked for at every
+    (re)subscribe until forgotten). ``on_socket``: rooms retained on the current socket.
+    ``attempts``: hydrate resends per room after a retryable refusal.
+    """
+
+    __slots__ = ("hydrated", "on_socket", "attempts", "_stats", "_send")
+
+    def __init__(self, stats: Counters, send: Callable[[str], Awaitable[None]]) -> None:
+        self.hydrated: dict[str, None] = {}
+        self.on_socket: set[str] = set()
+        self.attempts: dict[str, int] = {}
+        self._stats = stats
+        self._send = send  # hydrate_room on the current socket (counted by the session)
+
+    async def add(self, room_id: str, *, connected: bool) -> bool:
+        """``RealtimeSession.hydrate_room``: remember the room; send ``hydrate_room`` now
+        when ``connected``. False (counted ``hydrate_refused``) for a bad id or at the cap."""
+        if not _valid_room_id(room_id):
+            self._stats["hydrate_refused"] += 1
+            return False
+        if room_id in self.on_socket or room_id in self.hydrated:
+            return True
+        if len(self.on_socket | set(self.hydrated)) >= MAX_RETAINED_ROOMS:
+            self._stats["hydrate_refused"] += 1
+            log.warning(
+                "chatto realtime: not retaining room %s: %d rooms already retained (cap)", room_id, MAX_RETAINED_ROOMS
+            )
+            return False
+        self.hydrated[room_id] = None
+        if connected:
+            self.on_socket.add(room_id)
+            await self._send(room_id)
+        return True
+
+    async def after_subscribed(self) -> None:
+        """Hydrate the rooms added by ``add`` while the subscribe was in flight."""
+        on_socket = self.on_socket
+        for rid in [r for r in self.hydrated if r not in on_socket]:
+            if len(on_socket) >= MAX_RETAINED_ROOMS:
+                break
+            on_socket.add(rid)
+            await self._send(rid)
+
+    def refused(self, code: str, room_id: str) -> bool:
+        """Handle a room-level refusal (``too_many_retained_rooms`` drops the room,
+        ``room_unavailable`` keeps it retained server-side); False for any other code."""
+        if code == "too_many_retained_rooms":
+            log.warning("chatto realtime: server refused to retain room %s (too_many_retained_rooms)", room_id)
+            self.on_socket.discard(room_id)
+            self.hydrated.pop(room_id, None)
+            return True
+        if code == "room_unavailable":
+            log.info("chatto realtime: room %s unavailable (not found / not a member / no permission)", room_id)
+            self.attempts.pop(room_id, None)
+            return True
+        return False
+
+    def forget(self, room_id: str) -> None:
+        self.hydrated.pop(room_id, None)
+        self.attempts.pop(room_id, None)
+
+    def subscribe_list(self, wanted: Iterable[object]) -> list[str]:
+        """``wanted`` then the hydrated rooms, deduplicated, invalid ids dropped, at most 64."""
+        out: dict[str, None] = {}
+        for rid in [*wanted, *self.hydrated]:
+            if not _valid_room_id(rid):
+                continue
+            assert isinstance(rid, str)
+            if rid not in out:
+                if len(out) >= MAX_RETAINED_ROOMS:
+                    log.warning(
+                        "chatto realtime: more than %d rooms to retain; extra rooms are not "
+                        "streamed (poll them instead)",
+                        MAX_RETAINED_ROOMS,
+                    )
+                    break
+                out[rid] = None
+        return list(out)
+
+    def next_attempt(self, room_id: str) -> int | None:
+        """Count one more hydrate resend for ``room_id``; ``None`` (and forgotten) past the cap."""
+        n = self.attempts.get(room_id, 0) + 1
+        if n > _MAX_HYDRATE_RETRIES:
+            log.warning("chatto realtime: giving up hydrating room %s after %d retries", room_id, n - 1)
+            self.attempts.pop(room_id, None)
+            return None
+        self.attempts[room_id] = n
+        return n
+
+
+def backoff_delay(
+    failures: int, retry_after: float | None, reconnect_delay: float, max_delay: float, rng: random.Random
+) -> float:
+    """Seconds to wait before reconnect attempt number ``failures`` (1 = first retry).
+
+    The server's ``retry_after`` (seconds) wins, plus up to 10 % jitter. Otherwise the first
+    retry is immediate, then ``reconnect_delay`` doubling per failure up to ``max_delay``,
+    ±20 % jitter (so a fleet of bots does not reconnect in lockstep)."""
+    if retry_after is not None and retry_after > 0:
+        return retry_after * (1.0 + rng.uniform(0.0, 0.1))
+    if failures <= 1:
+        return 0.0
+    base = min(reconnect_delay * 2.0 ** (failures - 2), max_delay)
+    return base * rng.uniform(0.8, 1.2)
+
+
+async def _deliver_frame(
+    events: list[RealtimeEvent], on_event: Callable[[RealtimeEvent], Awaitable[None]], stats: Counters
+) -> tuple[bool, bool, str | None]:
+    """Hand one frame's events to ``on_event`` in order, each failure logged and counted.
+    Returns ``(all handled, was caught_up, the frame's cursor or None)``."""
+    cursor = None
+    ok = True
+    caught = False
+    for ev in events:
+        stats["events"] += 1
+        try:
+            await on_event(ev)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            ok = False
+            stats["handler_errors"] += 1
+            log.exception("chatto realtime: on_event failed for %s", type(ev).__name__)
+        if isinstance(ev, CursorAdvanced):
+            cursor = ev.cursor
+        elif isinstance(ev, CaughtUp):
+            cursor = ev.cursor or None
+            caught = True
+    return ok, caught, cursor
+
+
+#: The names ``RealtimeSession.stats`` starts with (all 0), in documentation order.
+_STAT_NAMES = (
+    "connects",
+    "reconnects",
+    "frames",
+    "decode_errors",
+    "unknown_frames",
+    "unknown_operations",
+    "events",
+    "handler_errors",
+    "classify_errors",
+    "stalls",
+    "errors",
+    "closes",
+    "heartbeats",
+    "pongs",
+    "hydrate_sent",
+    "hydrate_retries",
+    "hydrate_refused",
+    "cursor_drops",
+)
 
 
 class RealtimeSession:
@@ -144,9 +397,9 @@ class RealtimeSession:
     * ``on_cursor(cursor)`` – sync or async; called after a frame's events were all
       processed, with that frame's resume cursor (``projection_event.resume_cursor`` or
       ``caught_up.cursor``).
-    * ``connect`` – socket factory, called as ``await connect(url, max_size=…, open_timeout=…,
-      origin=None)``; must return an object with async ``send(bytes)``, ``recv()`` and
-      ``close()`` (default ``websockets.asyncio.client.connect``).
+    * ``connect`` – socket factory (:class:`SocketFactory`), called as ``await connect(url,
+      max_size=…, open_timeout=…, origin=None)``; must return a :class:`RealtimeSocket`
+      (default :func:`default_connect`).
     * ``stall_timeout`` – after ``caught_up``, this long without any frame → reconnect
       (default 45 s, spec §3.3). ``handshake_timeout`` bounds each wait for a frame before
       ``caught_up`` (hello, subscribed, every catch-up frame) and the WebSocket opening.
@@ -155,23 +408,28 @@ class RealtimeSession:
       ``"reconnecting"``, ``"stopped"``, ``"failed"``.
 
     Attributes: ``connected`` (socket subscribed), ``caught_up`` (``asyncio.Event``, set while
-    live), ``resume_cursor``, ``server_version``, ``classifier``, ``stats`` (counters:
-    ``connects`` = connection attempts, ``reconnects``, ``frames``, ``decode_errors``,
-    ``unknown_frames``, ``unknown_operations``, ``events``, ``handler_errors``,
-    ``classify_errors``, ``stalls``, ``errors``, ``closes``, ``heartbeats``, ``pongs``,
-    ``hydrate_sent``, ``hydrate_retries``, ``hydrate_refused``, ``cursor_drops``).
+    live), ``resume_cursor``, ``server_version``, ``classifier``, ``stats``
+    (:class:`~hermes_chatto.counters.Counters`: ``connects`` = connection attempts,
+    ``reconnects``, ``frames``, ``decode_errors``, ``unknown_frames``, ``unknown_operations``,
+    ``events``, ``handler_errors``, ``classify_errors``, ``stalls``, ``errors``, ``closes``,
+    ``heartbeats``, ``pongs``, ``hydrate_sent``, ``hydrate_retries``, ``hydrate_refused``,
+    ``cursor_drops``).
+
+    Logs at INFO what an operator needs to follow the connection: ``connected`` /
+    ``reconnected`` when the stream is live, ``disconnected (<close code and reason, or the
+    exception class>)`` and ``reconnect attempt <n> in <s> s``. Never the key.
     """
 
     def __init__(
         self,
         base_url: str,
-        token: Any,
+        token: BotToken,
         *,
         on_event: Callable[[RealtimeEvent], Awaitable[None]],
-        retained_rooms: Callable[[], list[str]] = lambda: [],
+        retained_rooms: Callable[[], list[str]] = list,
         resume_cursor: str | None = None,
         on_cursor: Callable[[str], Awaitable[None] | None] | None = None,
-        connect: Callable[..., Any] | None = None,
+        connect: SocketFactory | None = None,
         stall_timeout: float = 45.0,
         reconnect_delay: float = 5.0,
         max_size: int | None = DEFAULT_MAX_SIZE,
@@ -180,14 +438,14 @@ class RealtimeSession:
         max_reconnect_delay: float = 60.0,
         bot_user_id: str = "",
         classifier: Classifier | None = None,
-    ):
+    ) -> None:
         self.url = realtime_url(base_url)
         self._token = token
         self._on_event = on_event
         self._retained_rooms = retained_rooms
         self.resume_cursor: str | None = resume_cursor or None
         self._on_cursor = on_cursor
-        self._connect = connect or default_connect
+        self._connect: SocketFactory = connect or default_connect
         self.stall_timeout = float(stall_timeout)
         self.reconnect_delay = float(reconnect_delay)
         self.max_reconnect_delay = max(float(max_reconnect_delay), self.reconnect_delay)
@@ -199,19 +457,15 @@ class RealtimeSession:
         self.caught_up = asyncio.Event()
         self.server_version = ""
         self.state = "idle"
-        self.stats: dict[str, int] = dict.fromkeys(
-            ("connects", "reconnects", "frames", "decode_errors", "unknown_frames", "unknown_operations",
-             "events", "handler_errors", "classify_errors", "stalls", "errors", "closes", "heartbeats",
-             "pongs", "hydrate_sent", "hydrate_retries", "hydrate_refused", "cursor_drops"), 0)
-        self._ws: Any = None
+        self.stats = Counters(dict.fromkeys(_STAT_NAMES, 0))
+        self._ws: RealtimeSocket | None = None
         self._generation = 0
+        self._attempt = 0  # reconnect attempts since the stream was last live for a while
         self._stopping = False
         self._wake = asyncio.Event()
-        self._hydrated: dict[str, None] = {}       # rooms added by hydrate_room (ordered set)
-        self._socket_rooms: set[str] = set()      # rooms retained on the current socket
-        self._hydrate_attempts: dict[str, int] = {}
-        self._tasks: set[asyncio.Task] = set()
-        self._pings: dict[str, asyncio.Future] = {}
+        self._rooms = _RoomRetention(self.stats, self._send_hydrate)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._pings: dict[str, asyncio.Future[None]] = {}
         self._rng = random.Random()
 
     def __repr__(self) -> str:  # never shows the token
@@ -235,6 +489,7 @@ class RealtimeSession:
                 if self.stats["connects"]:
                     self.stats["reconnects"] += 1
                 self.stats["connects"] += 1
+                self._attempt = failures
                 live_for, outcome = await self._run_once()
                 if self._stopping:
                     break
@@ -242,7 +497,11 @@ class RealtimeSession:
                     failures = 0
                 failures += 1
                 delay = self._delay(failures, outcome.retry_after)
-                log.info("chatto realtime: reconnecting in %.2fs (%s)", delay, outcome.reason)
+                if outcome.opened:
+                    log.info("chatto realtime: disconnected (%s)", outcome.reason)
+                    log.info("chatto realtime: reconnect attempt %d in %.1f s", failures, delay)
+                else:  # the connect itself failed (logged as a warning with the exception class)
+                    log.info("chatto realtime: reconnect attempt %d in %.1f s (%s)", failures, delay, outcome.reason)
                 self._set_state("reconnecting")
                 await self._sleep(delay)
         except BaseException:
@@ -275,31 +534,16 @@ class RealtimeSession:
         room; ``room_unavailable`` keeps it retained server-side (it materialises when access
         arrives). Not connected → the room goes into the next ``subscribe_events``.
         """
-        if not room_id or len(room_id.encode("utf-8")) > MAX_ROOM_ID_BYTES:
-            self.stats["hydrate_refused"] += 1
-            return False
-        if room_id in self._socket_rooms or room_id in self._hydrated:
-            return True
-        if len(set(self._socket_rooms) | set(self._hydrated)) >= MAX_RETAINED_ROOMS:
-            self.stats["hydrate_refused"] += 1
-            log.warning("chatto realtime: not retaining room %s: %d rooms already retained (cap)",
-                        room_id, MAX_RETAINED_ROOMS)
-            return False
-        self._hydrated[room_id] = None
-        if self.connected and self._ws is not None:
-            self._socket_rooms.add(room_id)
-            await self._send_hydrate(room_id)
-        return True
+        return await self._rooms.add(room_id, connected=self.connected and self._ws is not None)
 
     def forget_room(self, room_id: str) -> None:
         """Stop asking for ``room_id`` at the next subscribe (e.g. after ``room_remove``)."""
-        self._hydrated.pop(room_id, None)
-        self._hydrate_attempts.pop(room_id, None)
+        self._rooms.forget(room_id)
 
     @property
     def retained_room_ids(self) -> list[str]:
         """Rooms retained on the current socket (subscribe + hydrate), unordered."""
-        return sorted(self._socket_rooms)
+        return sorted(self._rooms.on_socket)
 
     async def ping(self, timeout: float = 10.0) -> float:
         """Send ``ping{nonce}`` and wait for the matching ``pong``; returns the round trip in
@@ -308,13 +552,13 @@ class RealtimeSession:
         if ws is None or not self.connected:
             raise ChattoTransientError("realtime socket not connected", code="network")
         nonce = secrets.token_hex(8)
-        fut = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pings[nonce] = fut
-        t0 = time.monotonic()
+        t0: float = time.monotonic()
         try:
             await ws.send(encode_ping(nonce))
             await asyncio.wait_for(fut, timeout)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             raise ChattoTransientError("realtime ping timed out", code="deadline_exceeded") from None
         finally:
             self._pings.pop(nonce, None)
@@ -331,13 +575,7 @@ class RealtimeSession:
                 log.exception("chatto realtime: on_state callback failed")
 
     def _delay(self, failures: int, retry_after: float | None) -> float:
-        """Seconds to wait before reconnect attempt number ``failures`` (1 = first retry)."""
-        if retry_after is not None and retry_after > 0:
-            return retry_after * (1.0 + self._rng.uniform(0.0, 0.1))
-        if failures <= 1:
-            return 0.0
-        base = min(self.reconnect_delay * (2 ** (failures - 2)), self.max_reconnect_delay)
-        return base * self._rng.uniform(0.8, 1.2)
+        return backoff_delay(failures, retry_after, self.reconnect_delay, self.max_reconnect_delay, self._rng)
 
     async def _sleep(self, delay: float) -> None:
         if delay <= 0:
@@ -347,7 +585,7 @@ class RealtimeSession:
             return
         try:
             await asyncio.wait_for(self._wake.wait(), delay)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             pass
 
     def _subscribe_rooms(self) -> list[str]:
@@ -356,17 +594,7 @@ class RealtimeSession:
         except Exception:
             log.exception("chatto realtime: retained_rooms() failed; subscribing without rooms")
             wanted = []
-        out: dict[str, None] = {}
-        for rid in [*wanted, *self._hydrated]:
-            if not isinstance(rid, str) or not rid or len(rid.encode("utf-8")) > MAX_ROOM_ID_BYTES:
-                continue
-            if rid not in out:
-                if len(out) >= MAX_RETAINED_ROOMS:
-                    log.warning("chatto realtime: more than %d rooms to retain; extra rooms are not "
-                                "streamed (poll them instead)", MAX_RETAINED_ROOMS)
-                    break
-                out[rid] = None
-        return list(out)
+        return self._rooms.subscribe_list(wanted)
 
     async def _run_once(self) -> tuple[float | None, _Reconnect]:
         """One socket lifetime. Returns (seconds live after caught_up or None, why it ended)."""
@@ -374,8 +602,7 @@ class RealtimeSession:
         self._generation += 1
         self.caught_up.clear()
         try:
-            ws = await self._connect(self.url, max_size=self.max_size, open_timeout=self.handshake_timeout,
-                                     origin=None)
+            ws = await self._connect(self.url, max_size=self.max_size, open_timeout=self.handshake_timeout, origin=None)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -390,15 +617,14 @@ class RealtimeSession:
         except _Reconnect as r:
             outcome = r
         except websockets.ConnectionClosed as exc:
-            rcvd = exc.rcvd
-            outcome = _Reconnect(f"socket closed ({rcvd.code if rcvd else 'no close frame'})")
-        except (OSError, asyncio.TimeoutError, TimeoutError) as exc:
+            outcome = _Reconnect(_closed_reason(exc))
+        except (OSError, TimeoutError) as exc:
             outcome = _Reconnect(f"socket error: {type(exc).__name__}")
         finally:
             self._ws = None
             self.connected = False
             self.caught_up.clear()
-            self._socket_rooms.clear()
+            self._rooms.on_socket.clear()
             for fut in self._pings.values():
                 if not fut.done():
                     fut.set_exception(ChattoTransientError("realtime socket closed before pong", code="network"))
@@ -407,18 +633,13 @@ class RealtimeSession:
             except BaseException as exc:  # noqa: BLE001 - closing is best effort
                 if isinstance(exc, asyncio.CancelledError) and not self._stopping:
                     raise
+        outcome.opened = True
         live_for = (time.monotonic() - live_since[0]) if live_since else None
         return live_for, outcome
 
-    async def _recv(self, ws, timeout: float):
-        try:
-            return await asyncio.wait_for(ws.recv(), timeout)
-        except (asyncio.TimeoutError, TimeoutError):
-            return _TIMEOUT
-
-    async def _session(self, ws, live_since: list[float]) -> _Reconnect:
+    async def _session(self, ws: RealtimeSocket, live_since: list[float]) -> _Reconnect:
         self._set_state("handshaking")
-        await ws.send(encode_hello(_secret(self._token)))
+        await ws.send(encode_hello(secret_text(self._token)))
         phase = "hello"
         deadline = time.monotonic() + self.handshake_timeout
         while not self._stopping:
@@ -428,109 +649,117 @@ class RealtimeSession:
                 timeout = deadline - time.monotonic()
                 if timeout <= 0:
                     raise _Reconnect(f"handshake timeout in phase {phase}")
-            data = await self._recv(ws, timeout)
+            data = await _recv_within(ws, timeout)
             if phase != "live":
                 deadline = time.monotonic() + self.handshake_timeout  # catch-up: per-frame bound
-            if data is _TIMEOUT:
+            if data is None:
                 if phase == "live":
                     self.stats["stalls"] += 1
-                    log.warning("chatto realtime: no frame for %.1fs after caught_up; reconnecting",
-                                self.stall_timeout)
+                    log.warning("chatto realtime: no frame for %.1fs after caught_up; reconnecting", self.stall_timeout)
                     raise _Reconnect("stalled")
                 raise _Reconnect(f"handshake timeout in phase {phase}")
-            self.stats["frames"] += 1
-            try:
-                frame = decode_server_frame(data)
-            except FrameDecodeError as exc:
-                self.stats["decode_errors"] += 1
-                log.warning("chatto realtime: skipping undecodable frame: %s", exc)
+            frame = self._decode(data)
+            if frame is None:
                 continue
             kind = frame.WhichOneof("frame")
-            if kind is None:
-                self.stats["unknown_frames"] += 1
-                log.info("chatto realtime: skipping frame of unknown kind")
-                continue
             if kind == "hello":
-                if phase != "hello":
-                    continue
-                h = frame.hello
-                if h.protocol_version != PROTOCOL_VERSION:
-                    raise ChattoProtocolError(
-                        PROTOCOL_1_MESSAGE if h.protocol_version == 1 else
-                        f"Chatto realtime server speaks protocol {h.protocol_version}; this adapter needs "
-                        f"protocol 2 (Chatto >= 0.5.0)", code="unsupported_protocol")
-                self.server_version = h.server_version
-                rooms = self._subscribe_rooms()
-                await ws.send(encode_subscribe(self.resume_cursor, rooms))
-                self._socket_rooms = set(rooms)
-                phase = "subscribe"
+                if phase == "hello":
+                    await self._on_hello(ws, frame.hello)
+                    phase = "subscribe"
                 continue
             if kind == "subscribed":
                 if phase == "subscribe":
                     phase = "catchup"
-                    self.connected = True
-                    self._set_state("catching_up")
-                    # rooms added by hydrate_room() while the subscribe was in flight
-                    for rid in [r for r in self._hydrated if r not in self._socket_rooms]:
-                        if len(self._socket_rooms) >= MAX_RETAINED_ROOMS:
-                            break
-                        self._socket_rooms.add(rid)
-                        await self._send_hydrate(rid)
+                    await self._on_subscribed()
                 continue
-            if kind == "error":
-                await self._handle_error(frame.error)
+            if not await self._on_stream_frame(kind, frame):
                 continue
-            if kind == "close":
-                self._handle_close(frame.close)
-            if kind == "heartbeat":
-                self.stats["heartbeats"] += 1
-                continue
-            if kind == "pong":
-                self.stats["pongs"] += 1
-                fut = self._pings.get(frame.pong.nonce)
-                if fut is not None and not fut.done():
-                    fut.set_result(None)
-                continue
-            if kind == "event" and frame.event.WhichOneof("event") == "session_terminated":
-                raise _Reconnect("session_terminated")
-            try:
-                events = self.classifier.classify(frame)
-            except Exception as exc:
-                self.stats["classify_errors"] += 1
-                log.warning("chatto realtime: skipping frame that failed classification: %s", type(exc).__name__)
-                continue
-            self.stats["unknown_operations"] = self.classifier.counters.get("unknown_operations", 0)
-            if not events:
-                continue
-            reached = await self._deliver(events)
-            if reached and phase != "live":
+            if phase != "live":
                 phase = "live"
                 live_since.append(time.monotonic())
-                self.caught_up.set()
-                self._set_state("live")
+                self._on_live()
         return _Reconnect("stopping")
+
+    def _decode(self, data: bytes | str) -> pb.RealtimeServerFrame | None:
+        """Count the frame; the decoded frame, or ``None`` (logged, counted) to skip it."""
+        self.stats["frames"] += 1
+        try:
+            frame = decode_server_frame(data)
+        except FrameDecodeError as exc:
+            self.stats["decode_errors"] += 1
+            log.warning("chatto realtime: skipping undecodable frame: %s", exc)
+            return None
+        if frame.WhichOneof("frame") is None:
+            self.stats["unknown_frames"] += 1
+            log.info("chatto realtime: skipping frame of unknown kind")
+            return None
+        return frame
+
+    async def _on_hello(self, ws: RealtimeSocket, h: pb.RealtimeServerHello) -> None:
+        """Server ``hello``: check the protocol, then ``subscribe_events``."""
+        if h.protocol_version != PROTOCOL_VERSION:
+            raise ChattoProtocolError(
+                PROTOCOL_1_MESSAGE
+                if h.protocol_version == 1
+                else f"Chatto realtime server speaks protocol {h.protocol_version}; this adapter needs "
+                f"protocol 2 (Chatto >= 0.5.0)",
+                code="unsupported_protocol",
+            )
+        self.server_version = h.server_version
+        rooms = self._subscribe_rooms()
+        await ws.send(encode_subscribe(self.resume_cursor, rooms))
+        self._rooms.on_socket = set(rooms)
+
+    async def _on_subscribed(self) -> None:
+        self.connected = True
+        self._set_state("catching_up")
+        await self._rooms.after_subscribed()
+
+    def _on_live(self) -> None:
+        self.caught_up.set()
+        self._set_state("live")
+        if self.stats["reconnects"]:
+            log.info("chatto realtime: reconnected after %d attempt(s); live again", max(1, self._attempt))
+        else:
+            log.info("chatto realtime: connected (server %s), live", self.server_version or "?")
+
+    async def _on_stream_frame(self, kind: str, frame: pb.RealtimeServerFrame) -> bool:
+        """Any frame after ``subscribed``. Returns True when it was ``caught_up`` (delivered)."""
+        if kind == "error":
+            await self._handle_error(frame.error)
+            return False
+        if kind == "close":
+            self.stats["closes"] += 1
+            outcome = _close_outcome(frame.close)  # raises for the fatal ones
+            if frame.close.code in _DROP_CURSOR_CODES:
+                self._drop_cursor(frame.close.code)
+            raise outcome
+        if kind == "heartbeat":
+            self.stats["heartbeats"] += 1
+            return False
+        if kind == "pong":
+            self.stats["pongs"] += 1
+            fut = self._pings.get(frame.pong.nonce)
+            if fut is not None and not fut.done():
+                fut.set_result(None)
+            return False
+        if kind == "event" and frame.event.WhichOneof("event") == "session_terminated":
+            raise _Reconnect("session_terminated")
+        try:
+            events = self.classifier.classify(frame)
+        except Exception as exc:
+            self.stats["classify_errors"] += 1
+            log.warning("chatto realtime: skipping frame that failed classification: %s", type(exc).__name__)
+            return False
+        self.stats["unknown_operations"] = self.classifier.counters["unknown_operations"]
+        if not events:
+            return False
+        return await self._deliver(events)
 
     async def _deliver(self, events: list[RealtimeEvent]) -> bool:
         """Hand events to on_event in order; store the frame's cursor only if all succeeded.
         Returns True when the frame was ``caught_up``."""
-        cursor = None
-        ok = True
-        caught = False
-        for ev in events:
-            self.stats["events"] += 1
-            try:
-                await self._on_event(ev)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                ok = False
-                self.stats["handler_errors"] += 1
-                log.exception("chatto realtime: on_event failed for %s", type(ev).__name__)
-            if isinstance(ev, CursorAdvanced):
-                cursor = ev.cursor
-            elif isinstance(ev, CaughtUp):
-                cursor = ev.cursor or None
-                caught = True
+        ok, caught, cursor = await _deliver_frame(events, self._on_event, self.stats)
         if cursor and ok:
             self.resume_cursor = cursor
             if self._on_cursor is not None:
@@ -545,16 +774,13 @@ class RealtimeSession:
                     log.exception("chatto realtime: on_cursor failed")
         return caught
 
-    async def _handle_error(self, err) -> None:
+    async def _handle_error(self, err: pb.RealtimeError) -> None:
         """RealtimeError (spec §3.4). Raises for fatal codes; returns for non-fatal ones."""
         self.stats["errors"] += 1
         code = err.code
         retry = err.retry_after_ms / 1000.0 if err.HasField("retry_after_ms") else None
         room_id = err.room_id if err.HasField("room_id") else ""
-        if code == "authentication_required":
-            raise ChattoCredentialError(_CREDENTIAL_MESSAGE, code="authentication_required")
-        if code == "unsupported_protocol":
-            raise ChattoProtocolError(PROTOCOL_1_MESSAGE, code="unsupported_protocol")
+        _raise_credential_or_protocol(code)
         if code in _CLIENT_BUG_CODES:
             raise ChattoRealtimeFatal(f"Chatto realtime rejected a client frame ({code}): {err.message}", code=code)
         if code in _DROP_CURSOR_CODES:
@@ -563,37 +789,13 @@ class RealtimeSession:
         if code in _RETRY_HYDRATE_CODES and room_id:
             self._schedule_hydrate_retry(room_id, retry if retry is not None else self.reconnect_delay)
             return
-        if code == "too_many_retained_rooms":
-            log.warning("chatto realtime: server refused to retain room %s (too_many_retained_rooms)", room_id)
-            self._socket_rooms.discard(room_id)
-            self._hydrated.pop(room_id, None)
-            return
-        if code == "room_unavailable":
-            log.info("chatto realtime: room %s unavailable (not found / not a member / no permission)", room_id)
-            self._hydrate_attempts.pop(room_id, None)
+        if self._rooms.refused(code, room_id):
             return
         if err.fatal:
             # temporarily_unavailable, subscribe_failed, replay_unavailable, unknown fatal codes
             log.warning("chatto realtime: fatal server error %s: %s", code, err.message)
             raise _Reconnect(code, retry)
         log.info("chatto realtime: non-fatal server error %s: %s", code, err.message)
-
-    def _handle_close(self, close) -> None:
-        """RealtimeClose (spec §3.4). Always raises."""
-        self.stats["closes"] += 1
-        code = close.code
-        if code == "authentication_required":
-            raise ChattoCredentialError(_CREDENTIAL_MESSAGE, code="authentication_required")
-        if code == "unsupported_protocol":
-            raise ChattoProtocolError(PROTOCOL_1_MESSAGE, code="unsupported_protocol")
-        if not close.reconnect:
-            raise ChattoRealtimeFatal(f"Chatto closed the realtime stream without reconnect ({code}): "
-                                      f"{close.message}", code=code or "realtime_fatal")
-        if code in _DROP_CURSOR_CODES:
-            self._drop_cursor(code)
-        retry = close.retry_after_ms / 1000.0 if close.retry_after_ms else None
-        log.info("chatto realtime: server closed the stream (%s), reconnect allowed", code)
-        raise _Reconnect(code or "close", retry)
 
     def _drop_cursor(self, code: str) -> None:
         if self.resume_cursor:
@@ -609,12 +811,8 @@ class RealtimeSession:
         await ws.send(encode_hydrate_room(room_id))
 
     def _schedule_hydrate_retry(self, room_id: str, delay: float) -> None:
-        n = self._hydrate_attempts.get(room_id, 0) + 1
-        if n > _MAX_HYDRATE_RETRIES:
-            log.warning("chatto realtime: giving up hydrating room %s after %d retries", room_id, n - 1)
-            self._hydrate_attempts.pop(room_id, None)
+        if self._rooms.next_attempt(room_id) is None:
             return
-        self._hydrate_attempts[room_id] = n
         generation = self._generation
 
         async def retry() -> None:
@@ -630,6 +828,3 @@ class RealtimeSession:
         task = asyncio.get_running_loop().create_task(retry())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-
-_TIMEOUT = object()

@@ -14,8 +14,14 @@ Units: every timestamp is float **seconds** since the Unix epoch (UTC); ``None``
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
+
+if TYPE_CHECKING:
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    from .proto import chatto_pb2 as pb
 
 #: Chatto's message body limit: 10,000 bytes of UTF-8 (``MaxMessageBodyLength`` in
 #: cli/internal/core/errors.go, compared with Go ``len(body)``). Not characters.
@@ -28,11 +34,31 @@ ROOM_KIND_CHANNEL = "channel"
 ROOM_KIND_DM = "dm"
 
 
-def ts_seconds(ts) -> float | None:
+class SecretValue(Protocol):
+    """A credential wrapper such as pydantic's ``SecretStr``: the value only on request."""
+
+    def get_secret_value(self) -> str: ...
+
+
+#: The bot key ``cht_BK_<userId>.<secret>`` as the caller holds it: plain, wrapped, or absent.
+BotToken = str | SecretValue | None
+
+
+def secret_text(token: BotToken) -> str:
+    """The credential's text: ``""`` for ``None``, ``get_secret_value()`` for a wrapper.
+    The result is the secret itself: never log it or put it in an exception message."""
+    if token is None:
+        return ""
+    get = getattr(token, "get_secret_value", None)
+    return str(get()) if get is not None else str(token)
+
+
+def ts_seconds(ts: Timestamp | None) -> float | None:
     """``google.protobuf.Timestamp`` → float seconds, or ``None`` when unset/zero."""
     if ts is None:
         return None
-    s, n = ts.seconds, ts.nanos
+    s: int = ts.seconds
+    n: int = ts.nanos
     if not s and not n:
         return None
     return s + n / 1e9
@@ -171,24 +197,29 @@ class TimelinePage:
 _KINDS = {1: ROOM_KIND_CHANNEL, 2: ROOM_KIND_DM}
 
 
-def user_from_pb(u) -> ChattoUser:
+def user_from_pb(u: pb.User) -> ChattoUser:
     """``chatto.api.v1.User`` → :class:`ChattoUser`."""
     return ChattoUser(id=u.id, login=u.login, display_name=u.display_name, is_bot=u.is_bot, deleted=u.deleted)
 
 
-def users_from_includes(includes) -> dict[str, ChattoUser]:
+def users_from_includes(includes: pb.RoomTimelineIncludes | None) -> dict[str, ChattoUser]:
     """``RoomTimelineIncludes`` → ``{user_id: ChattoUser}`` (empty when unset)."""
     if includes is None:
         return {}
     return {k: user_from_pb(v) for k, v in includes.users.items()}
 
 
-def room_from_pb(rws, member_user_ids=()) -> ChattoRoom:
+def room_from_pb(rws: pb.RoomWithViewerState | pb.Room, member_user_ids: Iterable[str] = ()) -> ChattoRoom:
     """``RoomWithViewerState`` (or a bare ``Room``) → :class:`ChattoRoom`."""
+    # By descriptor name, not isinstance: this module must not import the generated module
+    # at run time (``import hermes_chatto`` stays free of protobuf).
+    room: pb.Room
+    vs: pb.RoomViewerState | None
     if rws.DESCRIPTOR.name == "Room":
-        room, vs = rws, None
+        room, vs = cast("pb.Room", rws), None
     else:
-        room, vs = rws.room, rws.viewer_state if rws.HasField("viewer_state") else None
+        full = cast("pb.RoomWithViewerState", rws)
+        room, vs = full.room, full.viewer_state if full.HasField("viewer_state") else None
     perms = {p.permission: p.granted for p in vs.permissions} if vs is not None else {}
     return ChattoRoom(
         id=room.id,
@@ -200,11 +231,13 @@ def room_from_pb(rws, member_user_ids=()) -> ChattoRoom:
         is_member=bool(vs.is_member) if vs is not None else False,
         permissions=perms,
         member_user_ids=tuple(member_user_ids),
-        slow_mode_next_post_at=ts_seconds(vs.slow_mode_next_post_at) if vs is not None and vs.HasField("slow_mode_next_post_at") else None,
+        slow_mode_next_post_at=ts_seconds(vs.slow_mode_next_post_at)
+        if vs is not None and vs.HasField("slow_mode_next_post_at")
+        else None,
     )
 
 
-def message_from_pb(m, users: Mapping[str, ChattoUser] | None = None) -> ChattoMessage:
+def message_from_pb(m: pb.Message, users: Mapping[str, ChattoUser] | None = None) -> ChattoMessage:
     """``chatto.api.v1.Message`` → :class:`ChattoMessage`; ``users`` fills ``author``."""
     has_thread = m.HasField("thread")
     return ChattoMessage(
@@ -227,7 +260,7 @@ def message_from_pb(m, users: Mapping[str, ChattoUser] | None = None) -> ChattoM
     )
 
 
-def page_from_pb(page) -> TimelinePage:
+def page_from_pb(page: pb.RoomTimelinePage) -> TimelinePage:
     """``RoomTimelinePage`` → :class:`TimelinePage` (message rows only, order kept)."""
     users = users_from_includes(page.includes) if page.HasField("includes") else {}
     msgs = []
