@@ -1113,7 +1113,7 @@ class ChattoAdapter(BasePlatformAdapter):
         if store is None:
             return None
         try:
-            from .frontier import session_id_for
+            from .compat import session_id_for
         except Exception:
             peek = getattr(store, "peek_session_id", None)
             return await asyncio.to_thread(peek, key) if callable(peek) else None

@@ -87,8 +87,8 @@ row can only re-deliver, never skip. Consequences:
 * a row is bound to the Hermes session id it was written under; a different session id
   (``/new``, idle/daily reset) ignores it and seeds afresh. The id may be ``None`` on a
   thread's first turn (the runner creates the session after ingress): the row is then
-  bound on the first turn that knows the id. :func:`session_id_for` reads the id from a
-  0.19.0 ``SessionStore`` without creating sessions and maps context-compression
+  bound on the first turn that knows the id. :func:`hermes_chatto.compat.session_id_for`
+  reads the id from a 0.19.0 ``SessionStore`` without creating sessions and maps context-compression
   continuations to the same id so compression is not mistaken for a reset.
 
 Own replies racing the next trigger: the ids of a reply count as held by the session
@@ -1043,7 +1043,7 @@ class ThreadFrontier:
 
         ``trigger`` is a thread reply, or the channel root that opens the thread (then
         root == trigger). ``session_id``: the Hermes session currently bound to the key
-        (:func:`session_id_for`), ``None`` if none yet. ``retained``: the room is in the
+        (:func:`hermes_chatto.compat.session_id_for`), ``None`` if none yet. ``retained``: the room is in the
         realtime socket's retained set. Makes at most one ``fetch_page`` call (see the
         module docstring); read errors are logged and yield ``None`` (the backlog stays
         pending). Serialised per session key.
@@ -1435,81 +1435,3 @@ class ThreadFrontier:
                 st.note_own(i)
             self._register(st)
             self._schedule_write(st)
-
-
-# ---------------------------------------------------------------------------------
-# Hermes session id (0.19.0 SessionStore), never creating sessions
-
-
-def session_id_for(session_store: Any, session_key: str) -> str | None:
-    """The Hermes session id a frontier row for ``session_key`` binds to, or ``None``.
-
-    Reads ``SessionStore`` (0.19.0: ``peek_session_id``; newer: ``lookup_by_session_key``)
-    and never creates a session (``get_or_create_session`` is avoided). Returns ``None``
-    when there is no session yet **or** the runner is about to replace it on this turn
-    (entry suspended, or ``SessionStore._should_reset`` says idle/daily reset) — the turn
-    then seeds afresh. A context-compression continuation maps to the first session of
-    its chain (``sessions.parent_session_id`` with ``end_reason='compression'``), so
-    compression is not mistaken for ``/new``. Blocking (store lock, SQLite): call with
-    ``asyncio.to_thread``. Never raises.
-    """
-    if session_store is None or not session_key:
-        return None
-    sid: str | None = None
-    entry = None
-    try:
-        lookup = getattr(session_store, "lookup_by_session_key", None)
-        if callable(lookup):
-            entry = lookup(session_key)
-            sid = getattr(entry, "session_id", None) if entry is not None else None
-        else:
-            peek = getattr(session_store, "peek_session_id", None)
-            if callable(peek):
-                sid = peek(session_key)
-            entries = getattr(session_store, "_entries", None)
-            lock = getattr(session_store, "_lock", None)
-            if sid and isinstance(entries, dict) and lock is not None:
-                with lock:
-                    entry = entries.get(session_key)
-    except Exception:
-        logger.debug("Chatto frontier: session lookup failed", exc_info=True)
-        return None
-    if not sid:
-        return None
-    if entry is not None and _will_reset(session_store, entry):
-        return None
-    return _lineage_root(session_store, str(sid))
-
-
-def _will_reset(store: Any, entry: Any) -> bool:
-    try:
-        if getattr(entry, "suspended", False):
-            return True
-        should = getattr(store, "_should_reset", None)
-        origin = getattr(entry, "origin", None)
-        if callable(should) and origin is not None:
-            return bool(should(entry, origin))
-    except Exception:
-        logger.debug("Chatto frontier: reset prediction failed", exc_info=True)
-    return False
-
-
-def _lineage_root(store: Any, sid: str) -> str:
-    db = getattr(store, "_db", None)
-    get = getattr(db, "get_session", None)
-    if not callable(get):
-        return sid
-    current = sid
-    try:
-        for _ in range(100):
-            row = get(current)
-            parent = (row or {}).get("parent_session_id")
-            if not parent:
-                return current
-            prow = get(parent)
-            if not prow or prow.get("end_reason") != "compression":
-                return current
-            current = parent
-    except Exception:
-        logger.debug("Chatto frontier: compression lineage lookup failed", exc_info=True)
-    return current

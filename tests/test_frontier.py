@@ -17,6 +17,7 @@ import sqlite3
 import pytest
 
 from hermes_chatto import frontier as F
+from hermes_chatto.compat import session_id_for
 from hermes_chatto.frontier import (
     HEADER,
     INTRO,
@@ -27,7 +28,6 @@ from hermes_chatto.frontier import (
     plan_read,
     render_block,
     render_block_fit,
-    session_id_for,
 )
 from hermes_chatto.store import FrontierRow, FrontierStore, SeenStore, state_path
 from hermes_chatto.wire.errors import ChattoInvalidArgument, ChattoNotFound
