@@ -178,9 +178,15 @@ class Sim:
         return ThreadFrontier(self.store, self.thread.get_thread_events, BOT, window=self.window,
                               max_bytes=self.max_bytes, fetch_around=self.thread.get_thread_events_around)
 
+    def check(self) -> None:
+        """Every in-memory session ledger is sound (``SessionLedger.assert_invariants``)."""
+        for ledger in self.f.ledgers():
+            ledger.assert_invariants()
+
     async def restart(self) -> None:
         """Process state lost, store kept (queued writes finish first, as on a clean stop)."""
         await self.f.flush()
+        self.check()
         self.store = FrontierStore(self.path) if self.store is not None else None
         self.f = self._new_frontier()
 
@@ -197,6 +203,7 @@ class Sim:
         """A thread reply that does not become a turn (not addressed / other bot)."""
         m = self.thread.reply(self.root, author, body)
         self._observe(m)
+        self.check()
         return m
 
     def foreign_bot_post(self, body: str) -> ChattoMessage:
@@ -204,6 +211,7 @@ class Sim:
         m = self.thread.reply(self.root, BOT, body)
         self._observe(m)  # own echo
         self.f.note_sent(ROOM, self.root, [m.event_id], None)
+        self.check()
         return m
 
     async def turn(self, body: str, *, author: str = ALICE, reply: str | None = "ok",
@@ -212,6 +220,7 @@ class Sim:
             trigger = self.thread.reply(self.root, author, body)
             self._observe(trigger)
         block = await self.f.block_for_turn(self.key, self.session_id, trigger, self.retained)
+        self.check()
         self.blocks.append(block)
         self.last_trigger = trigger
         if reply is not None:
@@ -219,6 +228,7 @@ class Sim:
             self._observe(r)  # the echo may arrive before note_sent
             self.f.note_sent(ROOM, self.root, [r.event_id], self.key, turn_trigger=trigger.event_id)
             self.last_reply = r
+            self.check()
         return block
 
     @property
@@ -1108,11 +1118,11 @@ async def test_later_turn_run_first_keeps_the_queued_one_in_the_row(tmp_path):
         await s.f.block_for_turn(s.key, "S1", y, True)
         ry = s.thread.reply(s.root, BOT, "answer to Y")
         s.f.note_sent(ROOM, s.root, [ry.event_id], s.key, turn_trigger=y.event_id)
-        assert x.event_id in s.f._states[s.key].row_owed()
+        assert x.event_id in s.f.ledger(s.key).row_owed()
         if x_runs:
             rx = s.thread.reply(s.root, BOT, "answer to X")
             s.f.note_sent(ROOM, s.root, [rx.event_id], s.key, turn_trigger=x.event_id)
-            assert s.f._states[s.key].row_owed() == ()
+            assert s.f.ledger(s.key).row_owed() == ()
         await s.restart()
         got = bodies(await s.turn("Z"))
         assert got == ([] if x_runs else ["X"]), (x_runs, got)
@@ -1166,7 +1176,7 @@ async def test_owed_message_deleted_meanwhile_is_dropped(tmp_path):
     s.f.turn_finished(s.key, x.event_id, ok=False)
     s.thread.replies[s.root] = [m for m in s.thread.replies[s.root] if m.event_id != x.event_id]
     assert bodies(await s.turn("Y")) == []
-    assert s.f._states[s.key].owed == {}
+    assert s.f.ledger(s.key).turns.owed == {}
 
 
 def test_frontier_store_adds_the_owed_column_to_an_old_file(tmp_path):
@@ -1202,7 +1212,7 @@ async def test_follow_up_merged_into_a_turn_counts_as_run(tmp_path):
     s.f.turn_started(s.key, z.event_id, "Z asks")
     rz = s.thread.reply(s.root, BOT, "answer to Z")
     s.f.note_sent(ROOM, s.root, [rz.event_id], s.key, turn_trigger=z.event_id)
-    assert s.f._states[s.key].row_owed() == ()
+    assert s.f.ledger(s.key).row_owed() == ()
     await s.restart()
     assert await s.turn("W") is None
 
