@@ -1,18 +1,19 @@
 """Thread frontier: hand a thread session the thread messages it does not hold yet.
 
-Why: Hermes gives every Chatto thread its own session, and two kinds of thread message never become a turn of their own — the bot's
-own posts (echoes are dropped; a cron report, a tool post from another session) and
-messages that were never dispatched (gateway down, not addressed to the bot, sender not
-authorised). Before a thread turn is dispatched the adapter asks :meth:`ThreadFrontier.
-block_for_turn` for an ``[Earlier in this thread]`` block and passes it as
-``MessageEvent.channel_context`` (Hermes prepends it to the user message, so it lands in
-the transcript; only the trigger carries the sender prefix and passes the auth gate).
+Why: Hermes gives every Chatto thread its own session, and two kinds of thread message
+never become a turn of their own — the bot's own posts (echoes are dropped; a cron
+report, a tool post from another session) and messages that were never dispatched
+(gateway down, not addressed to the bot, sender not authorised). Before a thread turn is
+dispatched the adapter asks :meth:`ThreadFrontier.block_for_turn` for an
+``[Earlier in this thread]`` block and passes it as ``MessageEvent.channel_context``
+(Hermes prepends it to the user message, so it lands in the transcript; only the trigger
+carries the sender prefix and passes the auth gate).
 
 State per session (keyed by the Hermes session key, bound to the session id):
 
 * ``cursor`` — an opaque Chatto thread cursor (``tl:…``, from a ``GetThreadEvents``
-  page's ``start_cursor`` / ``end_cursor``) meaning "the session holds this thread up to here"; ``None`` before the first page
-  that had replies. Cursors only ever come from a page's ``end_cursor`` (never a
+  page's ``start_cursor`` / ``end_cursor``) meaning "the session holds this thread up to
+  here"; ``None`` before the first page that had replies. Cursors only ever come from a page's ``end_cursor`` (never a
   hand-made value, never ``""``: an empty page keeps the old cursor).
 * ``held`` — the ids the session holds **past** the cursor, oldest first: every turn's
   trigger, every reply the session's agent posted (:meth:`ThreadFrontier.note_sent`), and

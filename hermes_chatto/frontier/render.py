@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 from ..wire.types import ChattoMessage, ChattoUser
 
@@ -96,7 +96,7 @@ def _utc(ts: float | None) -> datetime | None:
     if ts is None:
         return None
     try:
-        return datetime.fromtimestamp(ts, timezone.utc)
+        return datetime.fromtimestamp(ts, UTC)
     except (OverflowError, OSError, ValueError):
         return None
 

@@ -23,7 +23,6 @@ from .plan import (
     MAX_PAGE,
     Delivery,
     ReadPlan,
-    dedup,
     has_unheld_own,
     plan_delivery,
     plan_read,
@@ -156,7 +155,7 @@ class _Sends:
         """Wait until every event in ``waiting`` is set, at most ``timeout`` s; False on timeout."""
         try:
             await asyncio.wait_for(asyncio.gather(*(e.wait() for e in waiting)), timeout)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             return False
         return True
 
@@ -215,6 +214,7 @@ class ThreadFrontier:
         self._rows = _RowWriter(store, self.counters)
         self._tasks: set[asyncio.Task[None]] = set()
         self._sends = _Sends()
+        self._reader = _BlockReader(self)
 
     # ------------------------------------------------------------------ hooks
 
@@ -382,24 +382,7 @@ class ThreadFrontier:
         async with self._lock_for(session_key):
             st = await self._state_for(session_key, session_id, trigger.thread)
             self.counters["turns"] += 1
-            view = st.view
-            view.hold(trigger.event_id)
-            plan = plan_read(cursor=view.cursor, held_count=len(view.held), fresh=view.fresh,
-                             trigger_is_root=not trigger.is_reply,
-                             trigger_has_replies=bool(trigger.has_thread or trigger.reply_count),
-                             retained=retained, covered=view.covered and retained,
-                             dirty=view.dirty_before(trigger.event_id), pending=view.pending,
-                             window=self.effective_window, max_page=self.max_page, compact_at=self.compact_at,
-                             reach=view.reach(trigger.event_id))
-            st.take_trigger(trigger.event_id)
-            owed = await self._owed_messages(st) if st.turns.owed else ([], {})
-            if not plan.read:
-                if plan.reason == "quiet":
-                    self.counters["quiet_turns"] += 1
-                view.settle_quiet(retained, new_thread=plan.reason != "quiet")
-                text, delivered = self._render(st, owed, (), {}, trigger, more_pending=False)
-            else:
-                text, delivered = await self._read_and_render(st, plan, trigger, retained, owed)
+            text, delivered = await self._reader.block(st, trigger, retained)
             st.stage(trigger.event_id, delivered, trigger.body or "", text)
             return text
 
@@ -502,171 +485,12 @@ class ThreadFrontier:
         self._register(st)
         return st
 
-    # ------------------------------------------------------------------ reading and rendering
-
-    async def _owed_messages(self, st: SessionLedger) -> _Owed:
-        """The owed messages of ``st`` (oldest first, at most the window) and their authors:
-        one ``fetch_around`` per id, concurrently. A message that is gone (not found,
-        deleted) is no longer owed; one that fails otherwise stays owed for a later turn."""
-        if self._fetch_around is None:
-            logger.warning("Chatto frontier: %d owed message(s) of thread %s cannot be fetched (no fetch_around)",
-                           len(st.turns.owed), st.root_id)
-            return [], {}
-        ids = list(st.turns.owed)[: self.effective_window]
-        self.counters["owed_reads"] += len(ids)
-        results = await asyncio.gather(*(self._fetch_around(st.room_id, st.root_id, i, limit=1) for i in ids),
-                                       return_exceptions=True)
-        msgs: list[ChattoMessage] = []
-        users: dict[str, ChattoUser] = {}
-        for event_id, res in zip(ids, results, strict=True):
-            if isinstance(res, BaseException):
-                if isinstance(res, ChattoNotFound):
-                    st.forget_owed(event_id)
-                else:
-                    logger.warning("Chatto frontier: fetching owed message %s failed (%s); kept for a later turn",
-                                   event_id, res)
-                continue
-            page, _ = res
-            m = next((m for m in page.messages if m.event_id == event_id), None)
-            if m is None or m.is_deleted:
-                st.forget_owed(event_id)
-                continue
-            msgs.append(m)
-            users.update(page.users or {})
-        msgs.sort(key=lambda m: m.created_at or 0.0)
-        return msgs, users
-
-    def _fit(self, msgs: Sequence[ChattoMessage], users: Mapping[str, ChattoUser], trigger: ChattoMessage, *,
-             more_pending: bool, older_omitted: int) -> tuple[str, int]:
-        return render_block_fit(msgs, bot_user_id=self.bot_user_id, users=users, more_pending=more_pending,
-                                max_bytes=self.max_bytes, older_omitted=older_omitted, ref_time=trigger.created_at)
-
-    def _render(self, st: SessionLedger, owed: _Owed, page_msgs: Sequence[ChattoMessage],
-                page_users: Mapping[str, ChattoUser] | None, trigger: ChattoMessage, *, more_pending: bool,
-                older_omitted: int = 0, rendered: tuple[str, int] | None = None) -> tuple[str | None, list[str]]:
-        """Render owed + page messages (time order) and take the owed ones that made it
-        into the block off the owed list. Returns ``(block or None, delivered ids)``; when
-        not everything fits, trailing messages are left out (an owed one stays owed; the
-        caller re-plans the page part). ``rendered``: the ``render_block_fit`` result
-        for exactly these messages and flags, when the caller has it already."""
-        extra, extra_users = owed
-        msgs = sorted([*extra, *page_msgs], key=lambda m: m.created_at or 0.0)
-        if not msgs:
-            return None, []
-        if rendered is None:
-            rendered = self._fit(msgs, {**extra_users, **(page_users or {})}, trigger,
-                                 more_pending=more_pending or len(st.turns.owed) > len(extra),
-                                 older_omitted=older_omitted)
-        text, n = rendered
-        shown = msgs[:n] if text else []
-        if text:
-            self.counters["blocks_delivered"] += 1
-            self.counters["block_messages"] += len(shown)
-            self.counters["block_bytes"] += len(text.encode("utf-8"))
-        extra_ids = {m.event_id for m in extra}
-        shown_owed = [m.event_id for m in shown if m.event_id in extra_ids]
-        st.delivered_owed(shown_owed)
-        self.counters["owed_delivered"] += len(shown_owed)
-        return (text or None), [m.event_id for m in shown]
-
-    async def _read_page(self, st: SessionLedger, plan: ReadPlan) -> tuple[TimelinePage, ReadPlan] | None:
-        """Fetch the planned page. A rejected cursor (the server rotated its cursor secret)
-        re-seeds from the newest window: the cursor is cleared and the session keeps
-        holding the root. ``None`` when the read failed (logged, counted, backlog pending)."""
-        held_count = len(st.view.held)
-        try:
-            return await self._call_fetch(st, plan), plan
-        except ChattoInvalidArgument as exc:
-            if plan.after is None:
-                return self._read_failed(st, exc)
-            self.counters["cursor_resets"] += 1
-            logger.warning("Chatto frontier: thread cursor rejected (%s); re-seeding %s", exc, st.root_id)
-            st.view.cursor = None
-            st.view.hold(st.root_id)  # a session past its first turn holds the root
-            plan = ReadPlan(True, "seed", max(1, min(self.max_page, self.effective_window - 1 + held_count)))
-            try:
-                return await self._call_fetch(st, plan), plan
-            except Exception as exc2:
-                return self._read_failed(st, exc2)
-        except Exception as exc:
-            return self._read_failed(st, exc)
-
-    def _plan_fitting(self, st: SessionLedger, page: TimelinePage, plan: ReadPlan, cursor: str | None,
-                      held: tuple[str, ...], trigger: ChattoMessage,
-                      owed: _Owed) -> tuple[Delivery, _Owed, tuple[str, int] | None]:
-        """The page's delivery cut to what fits the byte bound together with the owed
-        messages (time order): one render when everything fits (returned, to reuse);
-        otherwise the page part is re-planned to what fitted and ``None`` is returned for
-        the render (the caller renders again, with the pending note)."""
-        def plan_page(window: int) -> Delivery:
-            return plan_delivery(page, cursor=cursor, held=held, trigger_id=trigger.event_id, root_id=st.root_id,
-                                 window=window, limit=plan.limit, trigger_created_at=trigger.created_at)
-
-        d = plan_page(max(0, self.effective_window - len(owed[0])))
-        msgs = sorted([*owed[0], *d.messages], key=lambda m: m.created_at or 0.0)
-        if not msgs:
-            return d, owed, None
-        rendered = self._fit(msgs, {**owed[1], **page.users}, trigger,
-                             more_pending=d.more_pending or len(st.turns.owed) > len(owed[0]),
-                             older_omitted=d.older_omitted)
-        if rendered[1] >= len(msgs):
-            return d, owed, rendered
-        fit = {m.event_id for m in msgs[:rendered[1]]}
-        owed = ([m for m in owed[0] if m.event_id in fit], owed[1])
-        return plan_page(sum(1 for m in d.messages if m.event_id in fit)), owed, None
-
-    async def _read_and_render(self, st: SessionLedger, plan: ReadPlan, trigger: ChattoMessage,
-                               retained: bool, owed: _Owed) -> tuple[str | None, list[str]]:
-        """One read as ``plan`` says, the block it yields, and the view moved to the new frontier."""
-        view = st.view
-        snap_held = tuple(view.held)
-        snap_unseen = set(view.unseen)
-        got = await self._read_page(st, plan)
-        if got is None:
-            return None, []
-        page, plan = got
-        cursor = view.cursor  # None after a cursor reset
-        # filter with what the session holds *now*: a reply noted while the page was in
-        # flight may be on it
-        held_now = tuple(view.held)
-        if has_unheld_own(page, held_now, self.bot_user_id) and await self._settle_own_sends(st):
-            held_now = tuple(view.held)
-        d, owed, rendered = self._plan_fitting(st, page, plan, cursor, held_now, trigger, owed)
-        text, delivered = self._render(st, owed, d.messages, page.users, trigger,
-                                       more_pending=d.more_pending or rendered is None,
-                                       older_omitted=d.older_omitted, rendered=rendered)
-        # ids noted while the page was in flight and not on it (posted after the read) stay held
-        snap_set = set(snap_held)
-        added = [i for i in held_now if i not in snap_set and i not in d.page_ids]
-        view.apply_page(d, added=added, owed=st.turns.owed, retained=retained, unseen_before=snap_unseen,
-                        positions=reply_positions(page, plan, d, st.root_id))
-        return text, delivered
-
-    async def _settle_own_sends(self, st: SessionLedger) -> bool:
-        """Wait (≤ ``send_settle_timeout`` s) until every delivery of this session into its
-        thread that is in flight has ended, so its ids are held. False when none was."""
-        waiting = self._sends.in_flight(st.thread, st.session_key)
-        if not waiting:
-            return False
-        self.counters["send_waits"] += 1
-        if not await self._sends.settle(waiting, self.send_settle_timeout):
-            self.counters["send_wait_timeouts"] += 1
-            logger.warning("Chatto frontier: own delivery into thread %s still in flight after %.0f s; "
-                           "its messages may appear in this block", st.root_id, self.send_settle_timeout)
-        return True
-
     async def _call_fetch(self, st: SessionLedger, plan: ReadPlan) -> TimelinePage:
         self.counters["thread_reads"] += 1
         self.counters["reads_" + plan.reason] += 1
         if plan.after:
             return await self._fetch(st.room_id, st.root_id, limit=plan.limit, after=plan.after)
         return await self._fetch(st.room_id, st.root_id, limit=plan.limit)
-
-    def _read_failed(self, st: SessionLedger, exc: BaseException) -> None:
-        self.counters["read_errors"] += 1
-        st.view.pending = True
-        logger.warning("Chatto frontier: reading thread %s failed (%s); no context this turn", st.root_id, exc)
-        return None
 
     # ------------------------------------------------------------------ persistence
 
@@ -709,3 +533,196 @@ class ThreadFrontier:
                 st.note_own(i)
             self._register(st)
             self._schedule_write(st)
+
+
+class _BlockReader:
+    """The part of :class:`ThreadFrontier` that computes one turn's block: plans the read,
+    fetches owed messages and the page, waits for the session's own deliveries in flight,
+    fits the byte bound, renders, and moves the ledger's view. Reads the frontier's limits
+    and counters at call time (they may be tuned on a live frontier)."""
+
+    def __init__(self, frontier: ThreadFrontier) -> None:
+        self._f = frontier
+
+    async def block(self, st: SessionLedger, trigger: ChattoMessage, retained: bool) -> tuple[str | None, list[str]]:
+        """The block for ``trigger``'s turn in ``st`` and the ids it delivered (the caller
+        stages them); moves ``st``'s view to the new frontier."""
+        f = self._f
+        view = st.view
+        view.hold(trigger.event_id)
+        plan = plan_read(cursor=view.cursor, held_count=len(view.held), fresh=view.fresh,
+                         trigger_is_root=not trigger.is_reply,
+                         trigger_has_replies=bool(trigger.has_thread or trigger.reply_count),
+                         retained=retained, covered=view.covered and retained,
+                         dirty=view.dirty_before(trigger.event_id), pending=view.pending,
+                         window=f.effective_window, max_page=f.max_page, compact_at=f.compact_at,
+                         reach=view.reach(trigger.event_id))
+        st.take_trigger(trigger.event_id)
+        owed = await self._owed_messages(st) if st.turns.owed else ([], {})
+        if not plan.read:
+            if plan.reason == "quiet":
+                f.counters["quiet_turns"] += 1
+            view.settle_quiet(retained, new_thread=plan.reason != "quiet")
+            text, delivered = self._render(st, owed, (), {}, trigger, more_pending=False)
+        else:
+            text, delivered = await self._read_and_render(st, plan, trigger, retained, owed)
+        return text, delivered
+
+    async def _owed_messages(self, st: SessionLedger) -> _Owed:
+        """The owed messages of ``st`` (oldest first, at most the window) and their authors:
+        one ``fetch_around`` per id, concurrently. A message that is gone (not found,
+        deleted) is no longer owed; one that fails otherwise stays owed for a later turn."""
+        if self._f._fetch_around is None:
+            logger.warning("Chatto frontier: %d owed message(s) of thread %s cannot be fetched (no fetch_around)",
+                           len(st.turns.owed), st.root_id)
+            return [], {}
+        ids = list(st.turns.owed)[: self._f.effective_window]
+        self._f.counters["owed_reads"] += len(ids)
+        results = await asyncio.gather(*(self._f._fetch_around(st.room_id, st.root_id, i, limit=1) for i in ids),
+                                       return_exceptions=True)
+        msgs: list[ChattoMessage] = []
+        users: dict[str, ChattoUser] = {}
+        for event_id, res in zip(ids, results, strict=True):
+            if isinstance(res, BaseException):
+                if isinstance(res, ChattoNotFound):
+                    st.forget_owed(event_id)
+                else:
+                    logger.warning("Chatto frontier: fetching owed message %s failed (%s); kept for a later turn",
+                                   event_id, res)
+                continue
+            page, _ = res
+            m = next((m for m in page.messages if m.event_id == event_id), None)
+            if m is None or m.is_deleted:
+                st.forget_owed(event_id)
+                continue
+            msgs.append(m)
+            users.update(page.users or {})
+        msgs.sort(key=lambda m: m.created_at or 0.0)
+        return msgs, users
+
+    def _fit(self, msgs: Sequence[ChattoMessage], users: Mapping[str, ChattoUser], trigger: ChattoMessage, *,
+             more_pending: bool, older_omitted: int) -> tuple[str, int]:
+        return render_block_fit(msgs, bot_user_id=self._f.bot_user_id, users=users, more_pending=more_pending,
+                                max_bytes=self._f.max_bytes, older_omitted=older_omitted, ref_time=trigger.created_at)
+
+    def _render(self, st: SessionLedger, owed: _Owed, page_msgs: Sequence[ChattoMessage],
+                page_users: Mapping[str, ChattoUser] | None, trigger: ChattoMessage, *, more_pending: bool,
+                older_omitted: int = 0, rendered: tuple[str, int] | None = None) -> tuple[str | None, list[str]]:
+        """Render owed + page messages (time order) and take the owed ones that made it
+        into the block off the owed list. Returns ``(block or None, delivered ids)``; when
+        not everything fits, trailing messages are left out (an owed one stays owed; the
+        caller re-plans the page part). ``rendered``: the ``render_block_fit`` result
+        for exactly these messages and flags, when the caller has it already."""
+        extra, extra_users = owed
+        msgs = sorted([*extra, *page_msgs], key=lambda m: m.created_at or 0.0)
+        if not msgs:
+            return None, []
+        if rendered is None:
+            rendered = self._fit(msgs, {**extra_users, **(page_users or {})}, trigger,
+                                 more_pending=more_pending or len(st.turns.owed) > len(extra),
+                                 older_omitted=older_omitted)
+        text, n = rendered
+        shown = msgs[:n] if text else []
+        if text:
+            self._f.counters["blocks_delivered"] += 1
+            self._f.counters["block_messages"] += len(shown)
+            self._f.counters["block_bytes"] += len(text.encode("utf-8"))
+        extra_ids = {m.event_id for m in extra}
+        shown_owed = [m.event_id for m in shown if m.event_id in extra_ids]
+        st.delivered_owed(shown_owed)
+        self._f.counters["owed_delivered"] += len(shown_owed)
+        return (text or None), [m.event_id for m in shown]
+
+    async def _read_page(self, st: SessionLedger, plan: ReadPlan) -> tuple[TimelinePage, ReadPlan] | None:
+        """Fetch the planned page. A rejected cursor (the server rotated its cursor secret)
+        re-seeds from the newest window: the cursor is cleared and the session keeps
+        holding the root. ``None`` when the read failed (logged, counted, backlog pending)."""
+        held_count = len(st.view.held)
+        try:
+            return await self._f._call_fetch(st, plan), plan
+        except ChattoInvalidArgument as exc:
+            if plan.after is None:
+                self._read_failed(st, exc)
+                return None
+            self._f.counters["cursor_resets"] += 1
+            logger.warning("Chatto frontier: thread cursor rejected (%s); re-seeding %s", exc, st.root_id)
+            st.view.cursor = None
+            st.view.hold(st.root_id)  # a session past its first turn holds the root
+            plan = ReadPlan(True, "seed", max(1, min(self._f.max_page, self._f.effective_window - 1 + held_count)))
+            try:
+                return await self._f._call_fetch(st, plan), plan
+            except Exception as exc2:
+                self._read_failed(st, exc2)
+                return None
+        except Exception as exc:
+            self._read_failed(st, exc)
+            return None
+
+    def _plan_fitting(self, st: SessionLedger, page: TimelinePage, plan: ReadPlan, cursor: str | None,
+                      held: tuple[str, ...], trigger: ChattoMessage,
+                      owed: _Owed) -> tuple[Delivery, _Owed, tuple[str, int] | None]:
+        """The page's delivery cut to what fits the byte bound together with the owed
+        messages (time order): one render when everything fits (returned, to reuse);
+        otherwise the page part is re-planned to what fitted and ``None`` is returned for
+        the render (the caller renders again, with the pending note)."""
+        def plan_page(window: int) -> Delivery:
+            return plan_delivery(page, cursor=cursor, held=held, trigger_id=trigger.event_id, root_id=st.root_id,
+                                 window=window, limit=plan.limit, trigger_created_at=trigger.created_at)
+
+        d = plan_page(max(0, self._f.effective_window - len(owed[0])))
+        msgs = sorted([*owed[0], *d.messages], key=lambda m: m.created_at or 0.0)
+        if not msgs:
+            return d, owed, None
+        rendered = self._fit(msgs, {**owed[1], **page.users}, trigger,
+                             more_pending=d.more_pending or len(st.turns.owed) > len(owed[0]),
+                             older_omitted=d.older_omitted)
+        if rendered[1] >= len(msgs):
+            return d, owed, rendered
+        fit = {m.event_id for m in msgs[:rendered[1]]}
+        owed = ([m for m in owed[0] if m.event_id in fit], owed[1])
+        return plan_page(sum(1 for m in d.messages if m.event_id in fit)), owed, None
+
+    async def _read_and_render(self, st: SessionLedger, plan: ReadPlan, trigger: ChattoMessage,
+                               retained: bool, owed: _Owed) -> tuple[str | None, list[str]]:
+        """One read as ``plan`` says, the block it yields, and the view moved to the new frontier."""
+        view = st.view
+        snap_held = tuple(view.held)
+        snap_unseen = set(view.unseen)
+        got = await self._read_page(st, plan)
+        if got is None:
+            return None, []
+        page, plan = got
+        cursor = view.cursor  # None after a cursor reset
+        # filter with what the session holds *now*: a reply noted while the page was in
+        # flight may be on it
+        held_now = tuple(view.held)
+        if has_unheld_own(page, held_now, self._f.bot_user_id) and await self._settle_own_sends(st):
+            held_now = tuple(view.held)
+        d, owed, rendered = self._plan_fitting(st, page, plan, cursor, held_now, trigger, owed)
+        text, delivered = self._render(st, owed, d.messages, page.users, trigger,
+                                       more_pending=d.more_pending or rendered is None,
+                                       older_omitted=d.older_omitted, rendered=rendered)
+        # ids noted while the page was in flight and not on it (posted after the read) stay held
+        snap_set = set(snap_held)
+        added = [i for i in held_now if i not in snap_set and i not in d.page_ids]
+        view.apply_page(d, added=added, owed=st.turns.owed, retained=retained, unseen_before=snap_unseen,
+                        positions=reply_positions(page, plan, d, st.root_id))
+        return text, delivered
+
+    async def _settle_own_sends(self, st: SessionLedger) -> bool:
+        """Wait (≤ ``send_settle_timeout`` s) until every delivery of this session into its
+        thread that is in flight has ended, so its ids are held. False when none was."""
+        waiting = self._f._sends.in_flight(st.thread, st.session_key)
+        if not waiting:
+            return False
+        self._f.counters["send_waits"] += 1
+        if not await self._f._sends.settle(waiting, self._f.send_settle_timeout):
+            self._f.counters["send_wait_timeouts"] += 1
+            logger.warning("Chatto frontier: own delivery into thread %s still in flight after %.0f s; "
+                           "its messages may appear in this block", st.root_id, self._f.send_settle_timeout)
+        return True
+
+    def _read_failed(self, st: SessionLedger, exc: BaseException) -> None:
+        self._f.counters["read_errors"] += 1
+        st.view.pending = True
+        logger.warning("Chatto frontier: reading thread %s failed (%s); no context this turn", st.root_id, exc)
