@@ -299,10 +299,6 @@ class ThreadFrontier:
             return
         self._sends.end(token)
 
-    def sends_in_flight(self, room_id: str, thread_root_event_id: str, session_key: str) -> int:
-        """How many deliveries of ``session_key`` into the thread are in flight."""
-        return len(self._sends.in_flight(ThreadKey(room_id, thread_root_event_id), session_key))
-
     def turn_started(self, session_key: str, trigger_id: str, text: str, context: str | None = None) -> None:
         """The host started (or drained into a running turn) the turn of ``trigger_id``
         with message ``text`` and ``channel_context`` ``context``. Queued follow-ups the
