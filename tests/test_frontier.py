@@ -1296,3 +1296,59 @@ async def test_owed_message_not_twice_in_one_block_after_a_reseed(tmp_path):
     s.f.realtime_gap(ROOM)
     block = bodies(await s.turn("Z"))
     assert len(block) == len(set(block)) and {"X5", "X6", "X7"} <= set(block), block
+
+
+# ---------------------------------------------------------------------------------
+# thread context off
+
+
+async def test_window_zero_is_thread_context_off(tmp_path):
+    """``ThreadFrontier(window=0)`` is the "thread context off" mode the adapter uses for
+    ``thread_context_window: 0``: every hook takes its real signature and does nothing;
+    ``block_for_turn`` returns None without a fetch or a store access."""
+    thread = FakeThread()
+    real = FrontierStore(tmp_path / "chatto" / "state.sqlite3")
+    calls: list[str] = []
+
+    class RecordingStore:
+        def load(self, key):
+            calls.append("load")
+            return real.load(key)
+
+        def save(self, row):
+            calls.append("save")
+            real.save(row)
+
+        def close(self):
+            calls.append("close")
+            real.close()
+
+    async def no_fetch(*a, **kw):
+        raise AssertionError("thread context off must not read")
+
+    f = ThreadFrontier(RecordingStore(), no_fetch, BOT, window=0, fetch_around=no_fetch)
+    assert f.enabled is False
+    key = "agent:main:chatto:group:R:T"
+    root = thread.post_root(ALICE, "r")
+    thread.reply(root.event_id, CAROL, "before")
+    trigger = thread.reply(root.event_id, ALICE, "q")
+    f.observe(trigger, True)
+    f.realtime_gap(ROOM)
+    f.realtime_gap()
+    assert await f.block_for_turn(key, "S1", trigger, True) is None
+    f.turn_started(key, trigger.event_id, "q", None)
+    token = f.begin_send(ROOM, root.event_id, key)
+    reply = thread.reply(root.event_id, BOT, "a")
+    f.note_sent(ROOM, root.event_id, [reply.event_id], key, turn_trigger=trigger.event_id)
+    f.note_sent(ROOM, root.event_id, [reply.event_id], None)
+    f.end_send(token)
+    f.turn_handled(key, trigger.event_id)
+    f.turn_finished(key, trigger.event_id, False)
+    f.turn_finished(key, trigger.event_id, True)
+    assert await f.block_for_turn(key, None, root, False) is None
+    await f.flush()
+    assert thread.calls == [] and calls == []
+    assert f.snapshot(key) is None and f.ledgers() == []
+    assert f.counters["thread_reads"] == 0 and f.counters["store_writes"] == 0
+    await f.aclose(close_store=True)
+    assert calls == ["close"]

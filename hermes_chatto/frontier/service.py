@@ -167,8 +167,10 @@ class ThreadFrontier:
     ``fetch_page(room_id, root_id, *, limit=int, after=str)`` has the signature of
     ``ChattoClient.get_thread_events`` (``ThreadService/GetThreadEvents``) and returns a
     :class:`TimelinePage`; ``after`` is passed only for anchored reads, never ``""``.
-    ``window``: max messages per block (count); ``max_bytes``: max block size in UTF-8
-    bytes (clamped to ≥ :data:`MIN_MAX_BYTES`). ``max_sessions``: in-memory LRU bound
+    ``window``: max messages per block (count); ``0`` (or less) turns thread context off:
+    every hook keeps its signature and does nothing, :meth:`block_for_turn` returns ``None``
+    without a fetch or a store access (``enabled`` is False). ``max_bytes``: max block size
+    in UTF-8 bytes (clamped to ≥ :data:`MIN_MAX_BYTES`). ``max_sessions``: in-memory LRU bound
     (session ledgers; one whose row write is still queued is kept while others can go).
 
     Hooks the adapter calls: :meth:`observe` (every realtime thread message, own echoes
@@ -199,14 +201,17 @@ class ThreadFrontier:
         self._fetch = fetch_page
         self._fetch_around = fetch_around
         self.bot_user_id = bot_user_id
-        self.window = max(1, int(window))
+        #: thread context on (``window`` ≥ 1); off: every hook is a no-op
+        self.enabled = int(window) > 0
+        self.window = max(1, int(window)) if self.enabled else 0
         self.max_bytes = max(MIN_MAX_BYTES, int(max_bytes))
         self.max_page = max(2, min(MAX_PAGE, int(max_page)))
         self.compact_at = max(1, int(compact_at))
         self.max_sessions = max(1, int(max_sessions))
         self.send_settle_timeout = max(0.0, float(send_settle_timeout))
         #: messages per block, after the byte bound (every line gets ~_LINE_ESTIMATE bytes)
-        self.effective_window = max(1, min(self.window, (self.max_bytes - _FIXED_ESTIMATE) // _LINE_ESTIMATE))
+        self.effective_window = (max(1, min(self.window, (self.max_bytes - _FIXED_ESTIMATE) // _LINE_ESTIMATE))
+                                 if self.enabled else 0)
         self.counters = Counters(dict.fromkeys(_COUNTER_NAMES, 0))
         self._states: BoundedMap[str, SessionLedger] = BoundedMap(self.max_sessions)
         self._by_thread: dict[ThreadKey, set[str]] = {}
@@ -226,7 +231,7 @@ class ThreadFrontier:
         False means realtime does not cover that room: its sessions read every turn anyway.
         Never raises, no I/O.
         """
-        if msg.is_echo or not msg.thread_root_event_id:
+        if not self.enabled or msg.is_echo or not msg.thread_root_event_id:
             return
         keys = self._by_thread.get(ThreadKey(msg.room_id, msg.thread_root_event_id))
         if not keys:
@@ -256,7 +261,7 @@ class ThreadFrontier:
         marked (you). Never raises.
         """
         ids = [i for i in event_ids if i]
-        if not ids or not thread_root_event_id:
+        if not self.enabled or not ids or not thread_root_event_id:
             return
         thread = ThreadKey(room_id, thread_root_event_id)
         owner = self._states.get(session_key) if session_key else None
@@ -288,7 +293,7 @@ class ThreadFrontier:
         of that session that meets a bot message it does not hold waits for the delivery
         (at most ``send_settle_timeout`` s) and filters the page again — a reply is never
         handed back to its own session. No I/O, never raises."""
-        if not session_key or not thread_root_event_id:
+        if not self.enabled or not session_key or not thread_root_event_id:
             return None
         return self._sends.begin(ThreadKey(room_id, thread_root_event_id), session_key)
 
@@ -373,8 +378,11 @@ class ThreadFrontier:
         (:func:`hermes_chatto.compat.session_id_for`), ``None`` if none yet. ``retained``:
         the room is in the realtime socket's retained set. Makes at most one ``fetch_page``
         call (plus one ``fetch_around`` per owed message); read errors are logged and yield
-        ``None`` (the backlog stays pending). Serialised per session key.
+        ``None`` (the backlog stays pending). Serialised per session key. Thread context
+        off (``window`` 0): ``None`` at once.
         """
+        if not self.enabled:
+            return None
         async with self._lock_for(session_key):
             st = await self._state_for(session_key, session_id, trigger.thread)
             self.counters["turns"] += 1
