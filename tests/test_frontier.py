@@ -1352,3 +1352,43 @@ async def test_window_zero_is_thread_context_off(tmp_path):
     assert f.counters["thread_reads"] == 0 and f.counters["store_writes"] == 0
     await f.aclose(close_store=True)
     assert calls == ["close"]
+
+
+async def test_session_lru_keeps_a_ledger_whose_row_write_is_queued(tmp_path):
+    """Past ``max_sessions`` the least recently used ledger goes, except one whose row
+    write is still queued (reloading it would read the older row)."""
+    import asyncio
+    import threading
+
+    thread = FakeThread()
+    gate = threading.Event()
+    saved: list[str] = []
+
+    class SlowStore:
+        def load(self, key):
+            return None
+
+        def save(self, row):
+            gate.wait(10)
+            saved.append(row.session_key)
+
+        def close(self):
+            pass
+
+    f = ThreadFrontier(SlowStore(), thread.get_thread_events, BOT, max_sessions=2)
+    roots = [thread.post_root(ALICE, f"r{i}") for i in range(3)]
+    await f.block_for_turn("k0", "S0", roots[0], True)
+    f.note_sent(ROOM, roots[0].event_id, ["B0"], "k0", turn_trigger=roots[0].event_id)
+    for _ in range(100):  # until that write is in flight (taken off the queue)
+        if not f._rows.pending:
+            break
+        await asyncio.sleep(0)
+    f.note_sent(ROOM, roots[0].event_id, ["B1"], "k0")  # queued behind it
+    await f.block_for_turn("k1", "S1", roots[1], True)
+    await f.block_for_turn("k2", "S2", roots[2], True)
+    assert [led.session_key for led in f.ledgers()] == ["k0", "k2"]
+    gate.set()
+    await f.flush()
+    assert saved == ["k0", "k0"]
+    await f.block_for_turn("k1", "S1", roots[1], True)
+    assert [led.session_key for led in f.ledgers()] == ["k2", "k1"]
