@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import os
 from types import SimpleNamespace
 from typing import Any
@@ -157,15 +158,91 @@ def session_key(adapter: Any, source: Any) -> str:
     )
 
 
-def session_metadata_api(store: Any):
-    """``(get, set)`` of newer ``SessionStore.get/set_session_metadata``, or ``None`` on
-    0.19.0. Callers must run them with ``asyncio.to_thread`` (each set rewrites the
-    whole routing index)."""
-    get = getattr(store, "get_session_metadata", None)
-    set_ = getattr(store, "set_session_metadata", None)
-    if callable(get) and callable(set_):
-        return get, set_
-    return None
+# ---------------------------------------------------------------------------------
+# Hermes session lookup for the thread frontier (``SessionStore`` internals), never creating
+# sessions. Checked on hermes-agent 0.19.0 (``peek_session_id``, ``_entries``, ``_lock``,
+# ``_should_reset``, ``_db.get_session``); newer hosts offer ``lookup_by_session_key``.
+
+_session_log = logging.getLogger("hermes_chatto.compat")
+
+
+def session_id_for(session_store: Any, session_key: str) -> str | None:
+    """The Hermes session id a frontier row for ``session_key`` binds to, or ``None``.
+
+    Reads ``SessionStore`` (0.19.0: ``peek_session_id``; newer: ``lookup_by_session_key``)
+    and never creates a session (``get_or_create_session`` is avoided). Returns ``None``
+    when there is no session yet **or** the runner is about to replace it on this turn
+    (entry suspended, or ``SessionStore._should_reset`` says idle/daily reset) — the turn
+    then seeds afresh. A context-compression continuation maps to the first session of
+    its chain (``sessions.parent_session_id`` with ``end_reason='compression'``), so
+    compression is not mistaken for ``/new``. Blocking (store lock, SQLite): call with
+    ``asyncio.to_thread``. Never raises.
+    """
+    if session_store is None or not session_key:
+        return None
+    sid: str | None = None
+    entry = None
+    try:
+        lookup = getattr(session_store, "lookup_by_session_key", None)
+        if callable(lookup):
+            entry = lookup(session_key)
+            sid = getattr(entry, "session_id", None) if entry is not None else None
+        else:
+            peek = getattr(session_store, "peek_session_id", None)
+            if callable(peek):
+                sid = peek(session_key)
+            entries = getattr(session_store, "_entries", None)
+            lock = getattr(session_store, "_lock", None)
+            if sid and isinstance(entries, dict) and lock is not None:
+                with lock:
+                    entry = entries.get(session_key)
+    except Exception:
+        _session_log.debug("Chatto frontier: session lookup failed", exc_info=True)
+        return None
+    if not sid:
+        return None
+    if entry is not None and _will_reset(session_store, entry):
+        return None
+    return _lineage_root(session_store, str(sid))
+
+
+def _will_reset(store: Any, entry: Any) -> bool:
+    """Whether the runner replaces ``entry``'s session on its next turn (suspended, or
+    0.19.0 ``SessionStore._should_reset(entry, origin)`` says idle/daily reset)."""
+    try:
+        if getattr(entry, "suspended", False):
+            return True
+        should = getattr(store, "_should_reset", None)
+        origin = getattr(entry, "origin", None)
+        if callable(should) and origin is not None:
+            return bool(should(entry, origin))
+    except Exception:
+        _session_log.debug("Chatto frontier: reset prediction failed", exc_info=True)
+    return False
+
+
+def _lineage_root(store: Any, sid: str) -> str:
+    """The first session of ``sid``'s context-compression chain (0.19.0
+    ``SessionStore._db.get_session`` rows: ``parent_session_id``, ``end_reason``); ``sid``
+    itself when it has no compression parent. At most 100 hops."""
+    db = getattr(store, "_db", None)
+    get = getattr(db, "get_session", None)
+    if not callable(get):
+        return sid
+    current = sid
+    try:
+        for _ in range(100):
+            row = get(current)
+            parent = (row or {}).get("parent_session_id")
+            if not parent:
+                return current
+            prow = get(parent)
+            if not prow or prow.get("end_reason") != "compression":
+                return current
+            current = parent
+    except Exception:
+        _session_log.debug("Chatto frontier: compression lineage lookup failed", exc_info=True)
+    return current
 
 
 # ---------------------------------------------------------------------------------
@@ -196,6 +273,7 @@ class HostPrivate:
 
 
 _BASE = "gateway.platforms.base:BasePlatformAdapter"
+_STORE = "gateway.session:SessionStore"
 
 HOST_PRIVATES: tuple[HostPrivate, ...] = (
     HostPrivate(_BASE, "_pending_messages", "dict",
@@ -210,6 +288,13 @@ HOST_PRIVATES: tuple[HostPrivate, ...] = (
     HostPrivate(_BASE, "_is_sender_authorized", "method", ("user_id", "chat_type", "chat_id")),
     HostPrivate("gateway.run:GatewayRunner", "_evict_cached_agent", "method", ("session_key",),
                 why="what /undo does after a rewind: the next turn rebuilds from the transcript"),
+    # SessionStore internals read by session_id_for (0.19.0 has no public lookup that
+    # neither creates a session nor ignores a pending reset)
+    HostPrivate(_STORE, "_entries", "store dict", why="session key -> SessionEntry, read under _lock"),
+    HostPrivate(_STORE, "_lock", "store attr", why="guards _entries"),
+    HostPrivate(_STORE, "_db", "store attr", why="SessionDB: get_session rows for compression lineage"),
+    HostPrivate(_STORE, "_should_reset", "method", ("entry", "source"),
+                why="idle/daily reset the runner applies on the next turn"),
 )
 
 

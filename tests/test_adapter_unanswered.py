@@ -73,7 +73,7 @@ async def test_follow_up_discarded_by_the_host_is_owed(gateway, chatto_world):
     await gw.runner._interrupt_and_clear_session(key, src, interrupt_reason="Stop requested",
                                                  invalidation_reason="stop", release_running_state=False)
     await gw.adapter._frontier.flush()  # a busy acknowledgement may still be in flight
-    assert key not in gw.adapter._pending_messages and y.event_id in gw.adapter._frontier._states[key].owed
+    assert key not in gw.adapter._pending_messages and y.event_id in gw.adapter._frontier.ledger(key).turns.owed
     gw.agent.gate.set()
     await idle(gw)
     w.reply(alice, room, root, "Z question")

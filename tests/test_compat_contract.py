@@ -64,6 +64,8 @@ def test_host_private_has_expected_shape(entry, registered):
                  if n not in entry.params and n != "self" and p.default is inspect.Parameter.empty]
         assert not extra, f"{entry.name}: new required parameters {extra}"
         return
+    if entry.kind.startswith("store "):
+        return  # instance attributes of SessionStore: test_session_store_privates
     obj = _adapter()
     if entry.kind == "dict":
         assert isinstance(getattr(obj, entry.name, None), dict), f"{entry.name} is not a dict on a new adapter"
@@ -100,3 +102,21 @@ def test_runner_evict_cached_agent_is_called(registered):
     obj = _adapter()
     obj.gateway_runner = Runner()
     assert compat.evict_cached_agent(obj, "k") is True and calls == ["k"]
+
+
+def test_session_store_privates(tmp_path, monkeypatch):
+    """The SessionStore internals ``compat.session_id_for`` reads exist on a real store, and
+    the lookup finds a session the store created (and never creates one itself)."""
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    from gateway.config import GatewayConfig
+    from gateway.session import SessionStore
+
+    store = SessionStore(tmp_path / "sessions", GatewayConfig())
+    kinds = {e.name: e.kind for e in compat.HOST_PRIVATES if e.owner.endswith(":SessionStore")}
+    for name, kind in kinds.items():
+        if kind == "store dict":
+            assert isinstance(getattr(store, name, None), dict), f"SessionStore.{name} is not a dict"
+        elif kind == "store attr":
+            assert hasattr(store, name), f"SessionStore.{name} is gone"
+    assert compat.session_id_for(store, "agent:main:chatto:thread:R1:E1") is None
+    assert not getattr(store, "_entries"), "the lookup created a session"

@@ -17,6 +17,7 @@ import sqlite3
 import pytest
 
 from hermes_chatto import frontier as F
+from hermes_chatto.compat import session_id_for
 from hermes_chatto.frontier import (
     HEADER,
     INTRO,
@@ -27,7 +28,6 @@ from hermes_chatto.frontier import (
     plan_read,
     render_block,
     render_block_fit,
-    session_id_for,
 )
 from hermes_chatto.store import FrontierRow, FrontierStore, SeenStore, state_path
 from hermes_chatto.wire.errors import ChattoInvalidArgument, ChattoNotFound
@@ -178,9 +178,15 @@ class Sim:
         return ThreadFrontier(self.store, self.thread.get_thread_events, BOT, window=self.window,
                               max_bytes=self.max_bytes, fetch_around=self.thread.get_thread_events_around)
 
+    def check(self) -> None:
+        """Every in-memory session ledger is sound (``SessionLedger.assert_invariants``)."""
+        for ledger in self.f.ledgers():
+            ledger.assert_invariants()
+
     async def restart(self) -> None:
         """Process state lost, store kept (queued writes finish first, as on a clean stop)."""
         await self.f.flush()
+        self.check()
         self.store = FrontierStore(self.path) if self.store is not None else None
         self.f = self._new_frontier()
 
@@ -197,6 +203,7 @@ class Sim:
         """A thread reply that does not become a turn (not addressed / other bot)."""
         m = self.thread.reply(self.root, author, body)
         self._observe(m)
+        self.check()
         return m
 
     def foreign_bot_post(self, body: str) -> ChattoMessage:
@@ -204,6 +211,7 @@ class Sim:
         m = self.thread.reply(self.root, BOT, body)
         self._observe(m)  # own echo
         self.f.note_sent(ROOM, self.root, [m.event_id], None)
+        self.check()
         return m
 
     async def turn(self, body: str, *, author: str = ALICE, reply: str | None = "ok",
@@ -212,6 +220,7 @@ class Sim:
             trigger = self.thread.reply(self.root, author, body)
             self._observe(trigger)
         block = await self.f.block_for_turn(self.key, self.session_id, trigger, self.retained)
+        self.check()
         self.blocks.append(block)
         self.last_trigger = trigger
         if reply is not None:
@@ -219,6 +228,7 @@ class Sim:
             self._observe(r)  # the echo may arrive before note_sent
             self.f.note_sent(ROOM, self.root, [r.event_id], self.key, turn_trigger=trigger.event_id)
             self.last_reply = r
+            self.check()
         return block
 
     @property
@@ -1108,11 +1118,11 @@ async def test_later_turn_run_first_keeps_the_queued_one_in_the_row(tmp_path):
         await s.f.block_for_turn(s.key, "S1", y, True)
         ry = s.thread.reply(s.root, BOT, "answer to Y")
         s.f.note_sent(ROOM, s.root, [ry.event_id], s.key, turn_trigger=y.event_id)
-        assert x.event_id in s.f._states[s.key].row_owed()
+        assert x.event_id in s.f.ledger(s.key).row_owed()
         if x_runs:
             rx = s.thread.reply(s.root, BOT, "answer to X")
             s.f.note_sent(ROOM, s.root, [rx.event_id], s.key, turn_trigger=x.event_id)
-            assert s.f._states[s.key].row_owed() == ()
+            assert s.f.ledger(s.key).row_owed() == ()
         await s.restart()
         got = bodies(await s.turn("Z"))
         assert got == ([] if x_runs else ["X"]), (x_runs, got)
@@ -1166,7 +1176,7 @@ async def test_owed_message_deleted_meanwhile_is_dropped(tmp_path):
     s.f.turn_finished(s.key, x.event_id, ok=False)
     s.thread.replies[s.root] = [m for m in s.thread.replies[s.root] if m.event_id != x.event_id]
     assert bodies(await s.turn("Y")) == []
-    assert s.f._states[s.key].owed == {}
+    assert s.f.ledger(s.key).turns.owed == {}
 
 
 def test_frontier_store_adds_the_owed_column_to_an_old_file(tmp_path):
@@ -1202,7 +1212,7 @@ async def test_follow_up_merged_into_a_turn_counts_as_run(tmp_path):
     s.f.turn_started(s.key, z.event_id, "Z asks")
     rz = s.thread.reply(s.root, BOT, "answer to Z")
     s.f.note_sent(ROOM, s.root, [rz.event_id], s.key, turn_trigger=z.event_id)
-    assert s.f._states[s.key].row_owed() == ()
+    assert s.f.ledger(s.key).row_owed() == ()
     await s.restart()
     assert await s.turn("W") is None
 
@@ -1286,3 +1296,99 @@ async def test_owed_message_not_twice_in_one_block_after_a_reseed(tmp_path):
     s.f.realtime_gap(ROOM)
     block = bodies(await s.turn("Z"))
     assert len(block) == len(set(block)) and {"X5", "X6", "X7"} <= set(block), block
+
+
+# ---------------------------------------------------------------------------------
+# thread context off
+
+
+async def test_window_zero_is_thread_context_off(tmp_path):
+    """``ThreadFrontier(window=0)`` is the "thread context off" mode the adapter uses for
+    ``thread_context_window: 0``: every hook takes its real signature and does nothing;
+    ``block_for_turn`` returns None without a fetch or a store access."""
+    thread = FakeThread()
+    real = FrontierStore(tmp_path / "chatto" / "state.sqlite3")
+    calls: list[str] = []
+
+    class RecordingStore:
+        def load(self, key):
+            calls.append("load")
+            return real.load(key)
+
+        def save(self, row):
+            calls.append("save")
+            real.save(row)
+
+        def close(self):
+            calls.append("close")
+            real.close()
+
+    async def no_fetch(*a, **kw):
+        raise AssertionError("thread context off must not read")
+
+    f = ThreadFrontier(RecordingStore(), no_fetch, BOT, window=0, fetch_around=no_fetch)
+    assert f.enabled is False
+    key = "agent:main:chatto:group:R:T"
+    root = thread.post_root(ALICE, "r")
+    thread.reply(root.event_id, CAROL, "before")
+    trigger = thread.reply(root.event_id, ALICE, "q")
+    f.observe(trigger, True)
+    f.realtime_gap(ROOM)
+    f.realtime_gap()
+    assert await f.block_for_turn(key, "S1", trigger, True) is None
+    f.turn_started(key, trigger.event_id, "q", None)
+    token = f.begin_send(ROOM, root.event_id, key)
+    reply = thread.reply(root.event_id, BOT, "a")
+    f.note_sent(ROOM, root.event_id, [reply.event_id], key, turn_trigger=trigger.event_id)
+    f.note_sent(ROOM, root.event_id, [reply.event_id], None)
+    f.end_send(token)
+    f.turn_handled(key, trigger.event_id)
+    f.turn_finished(key, trigger.event_id, False)
+    f.turn_finished(key, trigger.event_id, True)
+    assert await f.block_for_turn(key, None, root, False) is None
+    await f.flush()
+    assert thread.calls == [] and calls == []
+    assert f.snapshot(key) is None and f.ledgers() == []
+    assert f.counters["thread_reads"] == 0 and f.counters["store_writes"] == 0
+    await f.aclose(close_store=True)
+    assert calls == ["close"]
+
+
+async def test_session_lru_keeps_a_ledger_whose_row_write_is_queued(tmp_path):
+    """Past ``max_sessions`` the least recently used ledger goes, except one whose row
+    write is still queued (reloading it would read the older row)."""
+    import asyncio
+    import threading
+
+    thread = FakeThread()
+    gate = threading.Event()
+    saved: list[str] = []
+
+    class SlowStore:
+        def load(self, key):
+            return None
+
+        def save(self, row):
+            gate.wait(10)
+            saved.append(row.session_key)
+
+        def close(self):
+            pass
+
+    f = ThreadFrontier(SlowStore(), thread.get_thread_events, BOT, max_sessions=2)
+    roots = [thread.post_root(ALICE, f"r{i}") for i in range(3)]
+    await f.block_for_turn("k0", "S0", roots[0], True)
+    f.note_sent(ROOM, roots[0].event_id, ["B0"], "k0", turn_trigger=roots[0].event_id)
+    for _ in range(100):  # until that write is in flight (taken off the queue)
+        if not f._rows.pending:
+            break
+        await asyncio.sleep(0)
+    f.note_sent(ROOM, roots[0].event_id, ["B1"], "k0")  # queued behind it
+    await f.block_for_turn("k1", "S1", roots[1], True)
+    await f.block_for_turn("k2", "S2", roots[2], True)
+    assert [led.session_key for led in f.ledgers()] == ["k0", "k2"]
+    gate.set()
+    await f.flush()
+    assert saved == ["k0", "k0"]
+    await f.block_for_turn("k1", "S1", roots[1], True)
+    assert [led.session_key for led in f.ledgers()] == ["k2", "k1"]

@@ -37,6 +37,14 @@ async def run_seq(tmp_path, seed, *, window=20, max_bytes=8000, p_fail=0.2, p_oo
     def got(body):
         delivered[body] = delivered.get(body, 0) + 1
 
+    def check(step):
+        """Every session ledger is sound after every step (``assert_invariants``)."""
+        for ledger in s.f.ledgers():
+            try:
+                ledger.assert_invariants()
+            except AssertionError as exc:
+                raise AssertionError(f"seed {seed}, step {step}: {exc}; log={log}") from None
+
     async def ingress(body):
         """Alice posts ``body`` as a trigger; its block is computed at ingress."""
         m = s.thread.reply(s.root, ALICE, body)
@@ -88,6 +96,7 @@ async def run_seq(tmp_path, seed, *, window=20, max_bytes=8000, p_fail=0.2, p_oo
     # a first turn that ran: the session exists and its row is written (no seed later)
     queue.append(await ingress("q0"))
     await run_one(0, "ok")
+    check("q0")
     for step in range(steps):
         op = rnd.random()
         n += 1
@@ -128,18 +137,21 @@ async def run_seq(tmp_path, seed, *, window=20, max_bytes=8000, p_fail=0.2, p_oo
                 s.thread.delete(s.root, m.event_id)
                 expected.discard(m.body)
                 log.append(("delete", m.body))
+        check(step)
     # drain: run everything that is queued, then a few clean turns
     while queue:
         await run_one(0, "ok")
+        check("drain")
     empty = 0
     for k in range(200):
-        st = s.f._states.get(s.key)
-        if empty >= 3 and st is not None and not st.pending and not st.owed:
+        st = s.f.ledger(s.key)
+        if empty >= 3 and st is not None and not st.view.pending and not st.turns.owed:
             break
         s.f.realtime_gap(ROOM)
         blk = await enqueue(f"final{k}")
         empty = empty + 1 if not blk else 0
         await run_one(0, "ok")
+        check(f"final{k}")
     lost = sorted(b for b in expected if b not in delivered)
     dup = sorted(b for b, c in delivered.items() if c > 1)
     own = sorted(b for b in delivered if b.startswith("re:"))

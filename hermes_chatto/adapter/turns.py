@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import compat
 from ..bounded import BoundedMap
-from ..frontier import session_id_for
+from ..compat import session_id_for
 from ..wire.types import ChattoMessage
 from .boundary import ErrorBoundary
 from .conn import Conn
