@@ -325,9 +325,11 @@ async def test_adapter_session_key_equals_runner(unit, routes):
         def observe(self, *a):
             pass
 
-        async def block_for_turn(self, key, sid, trigger, retained):
+        async def start_turn(self, key, sid, trigger, retained):
+            from hermes_chatto.frontier import TurnStart
+
             seen.append(key)
-            return None
+            return TurnStart(None)
 
         def note_sent(self, *a, **k):
             pass

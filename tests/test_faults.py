@@ -1028,3 +1028,53 @@ async def test_gateway_restart_during_burst_every_accepted_message_once(gw_facto
     cut_off = len(agent.calls) - len(answered.calls)
     kinds = assert_exactly_once(answered, world.tokens)
     assert kinds["block"] >= 1, f"nothing reached a block after the restart ({cut_off} cut-off turns)"
+
+
+async def test_reply_ingested_after_a_later_block_carried_it_is_not_a_second_turn(gw_factory, chatto_world):
+    """Issue 18's root cause, with the ordering injected instead of left to timing.
+
+    After a projection reset the adapter reads a moved thread's newest replies and runs them
+    through ingress (``GapRecovery``) while the live events of older replies of the same
+    thread are still queued behind that read on the socket. The newer reply's turn gets a
+    block that carries the older reply as a line (it is before the trigger and not held);
+    when the older reply's own live event is handled next, it must not start a turn of its
+    own: the agent would see it twice ("block" and "turn"). Red before the fix
+    (``ThreadFrontier.start_turn`` → ``TurnStart.duplicate``), green after."""
+    srv = chatto_world
+    world = World(srv)
+    gw = await gw_factory()
+    room = world.rooms[0]
+    root = srv.post(world.alice, room, f"@helper_bot new topic {world.token()}").event_id
+    await settle(gw, world, timeout=30)
+
+    inbound = gw.adapter.inbound
+    live = inbound.on_new_message
+    gate = asyncio.Event()
+    gated: list[str] = []
+    handled: list[str] = []
+
+    async def gated_live(msg, projection_id, **kw):
+        if not gate.is_set():
+            gated.append(msg.event_id)
+            await gate.wait()
+        await live(msg, projection_id, **kw)
+        handled.append(msg.event_id)
+
+    inbound.on_new_message = gated_live
+    older = srv.post(world.bob, room, f"more detail {world.token()}", thread_root_event_id=root)
+    newer = srv.post(world.alice, room, f"more detail {world.token()}", thread_root_event_id=root)
+    await wait_for(lambda: gated == [older.event_id], timeout=10, what="the older reply's live event held")
+
+    # the reset: realtime may have missed replies, so the room's sessions read on their next
+    # turn (what GapRecovery does on a later room_timeline_replace) ...
+    gw.adapter._frontier.realtime_gap(room)
+    # ... and the gap read: the newest reply of the thread, through ingress, ahead of the live queue
+    page = await gw.adapter._client.get_thread_events(room, root, limit=1)
+    assert [m.event_id for m in page.messages if m.thread_root_event_id] == [newer.event_id]
+    await live(page.messages[-1], newer.event_id, retained=True)
+    gate.set()
+    await wait_for(lambda: {older.event_id, newer.event_id} <= set(handled), timeout=10,
+                   what="both live events handled")
+    await settle(gw, world, timeout=30)
+    counts = assert_exactly_once(gw.agent, world.tokens)
+    assert counts == Counter({"turn": 2, "block": 1}), counts

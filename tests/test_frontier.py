@@ -536,7 +536,13 @@ async def test_inv6_empty_page_keeps_cursor(tmp_path):
     await s.turn("q1", reply=None)
     cur = s.f.snapshot(s.key)["cursor"]
     assert cur and cur.startswith("tl:")
-    # a turn whose trigger is the root again: the anchored page is empty
+    # the root reached the session as q1's block line: as a trigger again it is a duplicate
+    # (issue 18), dropped before any read
+    reads = len(s.thread.calls)
+    start = await s.f.start_turn(s.key, s.session_id, s.thread.roots[s.root], False)
+    assert start.duplicate and start.block is None and len(s.thread.calls) == reads
+    # a root the session has not seen as a trigger (forgotten here): the anchored page is empty
+    s.f.ledger(s.key).seen_ids.discard(s.root)
     assert await s.turn("", trigger=s.thread.roots[s.root], reply=None) is None
     assert s.f.snapshot(s.key)["cursor"] == cur
     assert s.thread.calls[-1]["after"] == cur

@@ -110,4 +110,4 @@ def test_frontier_failure_is_counted_not_raised_and_no_frontier_is_fine():
     conn.frontier = None
     t.frontier_turn(_event("E1"), None)
     t.command_handled("E1")
-    assert asyncio.run(t.block_for("S", None, True)) is None
+    assert asyncio.run(t.start_turn("S", None, True)) == (None, False)

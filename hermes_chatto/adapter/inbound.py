@@ -202,7 +202,12 @@ class Inbound:
             key = self._host.session_key_for(source)
             self._turns.remember_trigger(msg.event_id, key)
             if compat.is_sender_authorized(self._host, d.user_id, d.chat_type, d.chat_id) is not False:
-                block = await self._turns.block_for(key, msg, retained)
+                start = await self._turns.start_turn(key, msg, retained)
+                if start.duplicate:  # an earlier block of this session carried it already
+                    self._conn.counters["dropped"] += 1
+                    self._conn.counters["dropped_already_delivered"] += 1
+                    return
+                block = start.block
             self._threads.join(ThreadKey(d.chat_id, d.thread_id))
         event = compat.make_event(
             text=d.text, message_type=compat.text_message_type(), source=source, raw_message=msg,

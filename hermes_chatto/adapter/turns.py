@@ -18,6 +18,7 @@ from typing import Any
 from .. import compat
 from ..bounded import BoundedMap
 from ..compat import session_id_for
+from ..frontier.service import TurnStart
 from ..wire.types import ChattoMessage
 from .boundary import ErrorBoundary
 from .conn import Conn
@@ -150,15 +151,17 @@ class TurnTracker:
             return None
         return await asyncio.to_thread(session_id_for, store, key)
 
-    async def block_for(self, key: str, trigger: ChattoMessage, retained: bool) -> str | None:
-        """The frontier's context block for a thread turn (``None``: none, or it failed)."""
+    async def start_turn(self, key: str, trigger: ChattoMessage, retained: bool) -> TurnStart:
+        """The frontier's decision for a thread turn: its context block, or that ``trigger``
+        already reached session ``key`` (a duplicate the caller drops). A frontier failure
+        gives ``TurnStart(None)``: the turn runs without a block rather than not at all."""
         frontier = self._conn.frontier
         if frontier is None:
-            return None
-        with self._boundary.guard("frontier.block_for_turn"):
+            return TurnStart(None)
+        with self._boundary.guard("frontier.start_turn"):
             sid = await self.session_id(key)
-            return await frontier.block_for_turn(key, sid, trigger, retained)
-        return None
+            return await frontier.start_turn(key, sid, trigger, retained)
+        return TurnStart(None)
 
     # ------------------------------------------------------------------ queries
 

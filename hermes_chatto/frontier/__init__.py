@@ -144,12 +144,12 @@ from .render import (
     render_block_fit,
     short_time,
 )
-from .service import MIN_MAX_BYTES, SEND_SETTLE_TIMEOUT_S, SendToken, ThreadFrontier
+from .service import MIN_MAX_BYTES, SEND_SETTLE_TIMEOUT_S, SendToken, ThreadFrontier, TurnStart
 
 __all__ = [
     "HEADER", "HELD_COMPACT_AT", "HELD_MAX", "INTRO", "MAX_PAGE", "MIN_MAX_BYTES", "MORE_PENDING_NOTE",
     "NAME_MAX_CHARS", "SEND_SETTLE_TIMEOUT_S", "STAGED_MAX", "UNSEEN_MAX", "CommittedRow", "Delivery", "ReadPlan",
-    "SendToken", "SessionLedger", "StagedTurn", "ThreadFrontier", "ThreadView", "TurnLedger", "inert_name",
+    "SendToken", "SessionLedger", "StagedTurn", "ThreadFrontier", "ThreadView", "TurnLedger", "TurnStart", "inert_name",
     "inert_text", "plan_delivery", "plan_read", "render_block", "render_block_fit", "short_time",
     "split_at_trigger",
 ]

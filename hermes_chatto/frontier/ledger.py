@@ -28,17 +28,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..bounded import BoundedMap
+from ..bounded import BoundedMap, BoundedSet
 from ..wire.types import ThreadKey
 from .plan import Delivery, dedup
 
-__all__ = ["HELD_MAX", "STAGED_MAX", "UNSEEN_MAX", "CommittedRow", "SessionLedger", "StagedTurn", "ThreadView",
+__all__ = ["HELD_MAX", "REACHED_MAX", "STAGED_MAX", "UNSEEN_MAX", "CommittedRow", "SessionLedger", "StagedTurn", "ThreadView",
            "TurnLedger"]
 
 #: Hard bound of ``held`` (ids); only reachable in pathological drains, oldest dropped.
 HELD_MAX = 1_000
 #: Turns per session whose block is computed but whose reply has not landed (bound).
 STAGED_MAX = 200
+#: ids a session remembers as having reached its agent (triggers and block lines), for
+#: telling a late-arriving duplicate from a new message (:meth:`SessionLedger.reached`)
+REACHED_MAX = 5_000
 #: Bound of the per-session set of realtime-observed ids not held.
 UNSEEN_MAX = 1_000
 
@@ -415,7 +418,7 @@ class SessionLedger:
     stored row with ``cursor``/``held``/``owed`` and ``fresh=False``.
     """
 
-    __slots__ = ("session_key", "session_id", "room_id", "root_id", "view", "turns", "row")
+    __slots__ = ("session_key", "session_id", "room_id", "root_id", "view", "turns", "row", "seen_ids")
 
     def __init__(self, session_key: str, session_id: str | None, room_id: str, root_id: str, *,
                  cursor: str | None = None, held: Iterable[str] = (), fresh: bool = True,
@@ -429,12 +432,21 @@ class SessionLedger:
         self.view = ThreadView(cursor, held, fresh)
         self.turns = TurnLedger(owed)
         self.row = CommittedRow(cursor, held)
+        #: triggers and block lines that reached this session's agent (``held`` forgets ids
+        #: the cursor moved past; this does not, up to REACHED_MAX): see :meth:`reached`
+        self.seen_ids: BoundedSet[str] = BoundedSet(REACHED_MAX, (i for i in held if i not in owed))
 
     @property
     def thread(self) -> ThreadKey:
         return ThreadKey(self.room_id, self.root_id)
 
     # ---- turns seen by the service
+
+    def reached(self, event_id: str) -> bool:
+        """Whether ``event_id`` already reached this session's agent, or is on its way: an
+        earlier turn's trigger or a line of an earlier block (``seen_ids``), and not owed
+        since (an owed message never reached the agent; sent again, it is its own turn)."""
+        return event_id in self.seen_ids and event_id not in self.turns.owed
 
     def take_trigger(self, trigger_id: str) -> None:
         """A turn's block is being computed: its trigger is held (a block never contains
@@ -448,6 +460,9 @@ class SessionLedger:
         block delivered, the trigger's text and the block (see :meth:`commit`,
         :meth:`drop`, :meth:`absorbed`)."""
         self.turns.stage(trigger_id, self.view.cursor, tuple(self.view.held), delivered, text, block)
+        self.seen_ids.add(trigger_id)
+        for i in delivered:
+            self.seen_ids.add(i)
 
     def delivered_owed(self, ids: Iterable[str]) -> None:
         """Owed ``ids`` a block just delivered: no longer owed (the row keeps listing them

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..bounded import BoundedMap
 from ..counters import Counters
@@ -33,7 +33,7 @@ from .render import render_block_fit
 if TYPE_CHECKING:
     from ..store import FrontierRow
 
-__all__ = ["MIN_MAX_BYTES", "SEND_SETTLE_TIMEOUT_S", "SendToken", "ThreadFrontier"]
+__all__ = ["MIN_MAX_BYTES", "SEND_SETTLE_TIMEOUT_S", "SendToken", "ThreadFrontier", "TurnStart"]
 
 logger = logging.getLogger("hermes_chatto.frontier")
 
@@ -57,6 +57,19 @@ _COUNTER_NAMES = ("thread_reads", "reads_seed", "reads_anchored", "reads_reread"
 SendToken = tuple[tuple[ThreadKey, str], asyncio.Event]
 #: owed messages fetched for a block (oldest first) and their authors
 _Owed = tuple[list[ChattoMessage], dict[str, ChattoUser]]
+
+
+class TurnStart(NamedTuple):
+    """What :meth:`ThreadFrontier.start_turn` decided for one trigger.
+
+    ``block``: the ``[Earlier in this thread]`` text for the turn (``None``: nothing to
+    deliver). ``duplicate``: the trigger already reached this session — an earlier turn's
+    trigger, or a line of an earlier block — so a turn for it would show the agent the same
+    message twice; the caller drops it (nothing was staged).
+    """
+
+    block: str | None
+    duplicate: bool = False
 
 
 class RowStore(Protocol):
@@ -381,14 +394,34 @@ class ThreadFrontier:
         ``None`` (the backlog stays pending). Serialised per session key. Thread context
         off (``window`` 0): ``None`` at once.
         """
+        return (await self.start_turn(session_key, session_id, trigger, retained)).block
+
+    async def start_turn(self, session_key: str, session_id: str | None, trigger: ChattoMessage,
+                         retained: bool) -> TurnStart:
+        """:meth:`block_for_turn`, plus whether ``trigger`` already reached the session.
+
+        A message can reach ingress after a later message of its thread was ingested: a
+        gap read after a projection reset ingests the newest replies while the live events
+        of older ones are still queued behind it. The later turn's block then carried the
+        older message as a line; when its own event arrives, it is a duplicate
+        (``TurnStart.duplicate``, counted in ``duplicate_triggers``) and must not become a
+        turn of its own. Decided under the session lock, in the same critical section that
+        would stage it, so no interleaving of blocks can let a message be both. Thread
+        context off: ``TurnStart(None)`` at once (nothing is tracked, nothing is a duplicate).
+        """
         if not self.enabled:
-            return None
+            return TurnStart(None)
         async with self._lock_for(session_key):
             st = await self._state_for(session_key, session_id, trigger.thread)
+            if st.reached(trigger.event_id):
+                self.counters["duplicate_triggers"] += 1
+                logger.info("Chatto frontier: %s already reached session %s (an earlier block or turn); "
+                            "not starting a second turn for it", trigger.event_id, session_key)
+                return TurnStart(None, True)
             self.counters["turns"] += 1
             text, delivered = await self._reader.block(st, trigger, retained)
             st.stage(trigger.event_id, delivered, trigger.body or "", text)
-            return text
+            return TurnStart(text)
 
     async def flush(self) -> None:
         """Wait until every queued row write has finished (tests, shutdown)."""
