@@ -271,11 +271,13 @@ class SendPath:
                        report: DeliveryReport) -> DeliveryReport | None:
         """A delivery refused with ``permission_denied`` before any chunk went out. A thread
         reply the room refuses is posted in the channel instead (note in front, once per
-        room); returns that report when it went out, else ``None`` after warning (room,
-        permission, fix) and remembering the refusal, so the host's recovered-reply
-        redelivery after a restart is not posted (see :data:`HOST_RECOVERED_PREFIX`)."""
+        room) and that flat report is returned (also when it was refused too: its error
+        names ``message.post``). Otherwise (``None``: keep ``report``) and whenever nothing
+        went out: warn (room, permission, fix) and remember the refusal, so the host's
+        recovered-reply redelivery after a restart is not posted (:data:`HOST_RECOVERED_PREFIX`)."""
         room = self._rooms.get(chat_id)
         perm = refused_permission(str(report.error), in_thread=bool(root), room=room)
+        flat: DeliveryReport | None = None
         if perm == PERM_THREAD and root and not self._rooms.is_dm(chat_id):
             note = "" if chat_id in self._noted_rooms else THREAD_FALLBACK_NOTE
             flat = await deliver_text(client, chat_id, note + content, thread_root_event_id="",
@@ -284,12 +286,12 @@ class SendPath:
                 self._noted_rooms.add(chat_id)
                 self._warn(room or chat_id, chat_id, perm, "Answered in the channel itself instead.")
                 return flat
-            if not isinstance(flat.error, ChattoPermissionDenied):
-                return None
+            if not isinstance(flat.error, ChattoPermissionDenied) or flat.sent_ids:
+                return flat
             perm = PERM_POST
         self._warn(room or chat_id, chat_id, perm, "The answer was not posted; nobody in the room sees it.")
         self._remember_refused(chat_id, content)
-        return None
+        return flat
 
     def _warn(self, room: Any, chat_id: str, perm: str, detail: str) -> None:
         """WARNING with the fix the first time per (room, permission) in this run; INFO after."""
@@ -319,7 +321,10 @@ class SendPath:
         counters["sends"] += 1
         if not report.ok:
             counters["send_failures"] += 1
-            logger.warning("Chatto: delivery to %s: %s", chat_id, report.describe())
+            # a refusal before anything went out was warned with its fix (_refused)
+            refused = isinstance(report.error, ChattoPermissionDenied) and not report.sent_ids
+            logger.log(logging.INFO if refused else logging.WARNING, "Chatto: delivery to %s: %s", chat_id,
+                       report.describe())
         self.last_reports.append(report)
         del self.last_reports[:-LAST_REPORTS]
         ids = [i for i in report.sent_ids if i]
