@@ -233,7 +233,7 @@ class SendPath:
         if client is None:
             err = ChattoTransientError("Chatto adapter is not connected (network)")
             return DeliveryReport(failed_index=0, error=err, total=len(split_body(content)) or 1)
-        if content.startswith(HOST_RECOVERED_PREFIX) and self._was_refused(chat_id, content[len(HOST_RECOVERED_PREFIX):]):
+        if self._is_refused_replay(chat_id, content):
             logger.info("Chatto: not redelivering the host's recovered reply to %s: it was refused for a missing "
                         "permission before the restart (not a delivery interrupted by the restart)", chat_id)
             err = ChattoPermissionDenied("not redelivered: refused for a missing permission before the restart")
@@ -311,9 +311,13 @@ class SendPath:
             if callable(flush):
                 flush()  # a crash right after must not lose it
 
-    def _was_refused(self, chat_id: str, content: str) -> bool:
+    def _is_refused_replay(self, chat_id: str, content: str) -> bool:
+        """Whether ``content`` is the host's recovered-reply redelivery of a reply this room
+        refused for a missing permission (remembered in the persistent seen-store)."""
         seen = self._conn.seen
-        return seen is not None and _refused_key(chat_id, content) in seen
+        if seen is None or not content.startswith(HOST_RECOVERED_PREFIX):
+            return False
+        return _refused_key(chat_id, content[len(HOST_RECOVERED_PREFIX):]) in seen
 
     def _record(self, chat_id: str, root: str, report: DeliveryReport, noted: list[str],
                 session_key: str | None, turn_trigger: str | None) -> None:
