@@ -9,9 +9,11 @@ import time
 from typing import Any
 
 from .. import compat
-from ..wire.errors import ChattoError, ChattoFailedPrecondition
+from ..bounded import BoundedSet
+from ..wire.errors import ChattoError, ChattoFailedPrecondition, ChattoPermissionDenied
 from ..wire.types import MAX_BODY_BYTES
 from .conn import Conn
+from .permissions import PERM_REACT, refusal_warning
 from .rooms import RoomDirectory
 from .send import error_kind_for
 
@@ -36,6 +38,7 @@ class OutboundOps:
         self._conn = conn
         self._rooms = rooms
         self._typing_last: dict[tuple[str, str], float] = {}
+        self._react_refused: BoundedSet[str] = BoundedSet(1024)  # rooms warned (per run)
 
     async def edit_message(self, chat_id: str, message_id: str, content: str) -> Any:
         """``MessageService/UpdateMessage`` of a message the bot sent (Chatto allows edits
@@ -111,5 +114,14 @@ class OutboundOps:
             return
         try:
             await asyncio.wait_for(client.add_reaction(src.chat_id, mid, emoji), timeout=REACTION_TIMEOUT_S)
+        except ChattoPermissionDenied as exc:
+            # once per room with the fix; a reaction is decoration, the answer is unaffected
+            if src.chat_id in self._react_refused:
+                logger.debug("Chatto: reaction %s on %s refused again: %s", emoji, mid, exc)
+                return
+            self._react_refused.add(src.chat_id)
+            room = self._rooms.get(src.chat_id) or src.chat_id
+            logger.warning("%s", refusal_warning(room, PERM_REACT, detail="Reactions fail here; answers are not "
+                                                 "affected. Said once per room."))
         except Exception as exc:  # noqa: BLE001 - a reaction is decoration, never a failure
             logger.debug("Chatto: reaction %s on %s failed: %s", emoji, mid, exc)

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from ..wire.errors import ChattoError
 from ..wire.types import MAX_RETAINED_ROOMS, ChattoRoom
 from .conn import Conn
+from .permissions import PermissionWatch
 
 logger = logging.getLogger("hermes_chatto.adapter")
 
@@ -48,6 +49,7 @@ class RoomDirectory:
         self.free: set[str] = set()
         self.hydrating: set[str] = set()
         self._cap_logged = False
+        self.perms = PermissionWatch()
 
     def reset(self, rooms: Iterable[ChattoRoom]) -> None:
         """A (re)connect's ``ListRooms``: keep member rooms and DMs, pick the retained set."""
@@ -55,6 +57,17 @@ class RoomDirectory:
         self.hydrating.clear()
         self._pick_retained()
         self._resolve_free()
+        for room in self.rooms.values():
+            self.check_permissions(room)
+
+    def check_permissions(self, room: ChattoRoom) -> None:
+        """Log one WARNING when ``room`` newly lacks a permission the adapter needs (see
+        :mod:`~hermes_chatto.adapter.permissions`); rooms with everything stay quiet."""
+        s = self._conn.settings
+        reactions = bool(getattr(s, "ack_reaction", "") or getattr(s, "done_reaction", ""))
+        line = self.perms.check(room, reactions=reactions)
+        if line:
+            logger.warning("%s", line)
 
     def get(self, room_id: str) -> ChattoRoom | None:
         return self.rooms.get(room_id)
@@ -78,6 +91,7 @@ class RoomDirectory:
     def remove(self, room_id: str) -> None:
         """``room_removed``: the bot left the room (or it was deleted)."""
         self.rooms.pop(room_id, None)
+        self.perms.forget(room_id)
         if room_id in self.retained:
             self.retained.remove(room_id)
 
@@ -129,6 +143,8 @@ class RoomDirectory:
             self.rooms[room.id] = merged
         if merged is None:
             return False
+        if merged.is_member or merged.is_dm:
+            self.check_permissions(merged)
         member = merged.is_member or merged.is_dm
         if member and room.id not in self.retained:
             if len(self.retained) < MAX_RETAINED_ROOMS:

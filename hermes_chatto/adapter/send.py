@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import compat
-from ..bounded import BoundedMap
+from ..bounded import BoundedMap, BoundedSet
 from ..delivery import DEFAULT_CHUNK_BYTES, DeliveryReport, deliver_chunks, split_body
 from ..wire.errors import (
     ChattoInvalidArgument,
@@ -31,6 +31,7 @@ from ..wire.errors import (
 from ..wire.types import ThreadKey
 from .boundary import ErrorBoundary
 from .conn import Conn
+from .permissions import PERM_POST, PERM_THREAD, refusal_warning, refused_permission
 from .rooms import RoomDirectory
 from .threads import ThreadIndex
 
@@ -38,6 +39,17 @@ logger = logging.getLogger("hermes_chatto.adapter")
 
 #: Prefix the host's ``_send_with_retry`` puts on its plain-text fallback resend.
 HOST_FALLBACK_PREFIX = "(Response formatting failed, plain text:)\n\n"
+#: Prefix hermes-agent's delivery ledger puts on a reply it redelivers at startup
+#: (``gateway/delivery_ledger.py`` ``RECOVERED_MARKER``): every final reply whose send did
+#: not return ``success=True`` is sent again after a restart with this text in front.
+HOST_RECOVERED_PREFIX = ("\u267b\ufe0f Recovered reply \u2014 the gateway restarted during delivery, "
+                         "so this may be a duplicate:\n\n")
+#: The visible line in front of an answer posted in the channel because the room refuses
+#: the bot's thread replies (once per room per run).
+THREAD_FALLBACK_NOTE = ("\u26a0\ufe0f I can't reply in threads in this room (missing permission "
+                        "`message.post-in-thread`), so I'm answering here.\n\n")
+#: Seen-store key prefix of a reply refused for a missing permission (survives a restart).
+REFUSED_KEY_PREFIX = "perm-refused:"
 #: How long a partial delivery can be resumed by a retry of the same text (seconds).
 RESUME_TTL_S = 900.0
 #: Partial deliveries remembered (all profiles of the process together).
@@ -178,6 +190,10 @@ class SendPath:
         self._boundary = boundary
         self.last_reports: list[DeliveryReport] = []
         self._deliveries: set[asyncio.Future[DeliveryReport]] = set()
+        # (room, permission) refusals already warned with the fix; rooms already shown the
+        # thread-fallback note (both per run: a restart warns again, once)
+        self._warned: BoundedSet[tuple[str, str]] = BoundedSet(1024)
+        self._noted_rooms: BoundedSet[str] = BoundedSet(1024)
 
     async def deliver(self, chat_id: str, content: str, *, thread_root_event_id: str,
                       session_key: str | None = None, turn_trigger: str | None = None) -> DeliveryReport:
@@ -217,6 +233,11 @@ class SendPath:
         if client is None:
             err = ChattoTransientError("Chatto adapter is not connected (network)")
             return DeliveryReport(failed_index=0, error=err, total=len(split_body(content)) or 1)
+        if self._is_refused_replay(chat_id, content):
+            logger.info("Chatto: not redelivering the host's recovered reply to %s: it was refused for a missing "
+                        "permission before the restart (not a delivery interrupted by the restart)", chat_id)
+            err = ChattoPermissionDenied("not redelivered: refused for a missing permission before the restart")
+            return DeliveryReport(failed_index=0, error=err, total=1)
         noted: list[str] = []
 
         def on_sent(event_id: str) -> None:
@@ -238,8 +259,65 @@ class SendPath:
             if frontier is not None:
                 with self._boundary.guard("frontier.end_send"):
                     frontier.end_send(token)
+        if isinstance(report.error, ChattoPermissionDenied) and not report.sent_ids:
+            flat = await self._refused(client, chat_id, content, root, report)
+            if flat is not None:
+                self._record(chat_id, "", flat, [], session_key, turn_trigger)
+                return flat
         self._record(chat_id, root, report, noted, session_key, turn_trigger)
         return report
+
+    async def _refused(self, client: Any, chat_id: str, content: str, root: str,
+                       report: DeliveryReport) -> DeliveryReport | None:
+        """A delivery refused with ``permission_denied`` before any chunk went out. A thread
+        reply the room refuses is posted in the channel instead (note in front, once per
+        room) and that flat report is returned (also when it was refused too: its error
+        names ``message.post``). Otherwise (``None``: keep ``report``) and whenever nothing
+        went out: warn (room, permission, fix) and remember the refusal, so the host's
+        recovered-reply redelivery after a restart is not posted (:data:`HOST_RECOVERED_PREFIX`)."""
+        room = self._rooms.get(chat_id)
+        perm = refused_permission(str(report.error), in_thread=bool(root), room=room)
+        flat: DeliveryReport | None = None
+        if perm == PERM_THREAD and root and not self._rooms.is_dm(chat_id):
+            note = "" if chat_id in self._noted_rooms else THREAD_FALLBACK_NOTE
+            flat = await deliver_text(client, chat_id, note + content, thread_root_event_id="",
+                                      on_sent=lambda i: self._threads.note_posted(i, ""))
+            if flat.ok:
+                self._noted_rooms.add(chat_id)
+                self._warn(room or chat_id, chat_id, perm, "Answered in the channel itself instead.")
+                return flat
+            if not isinstance(flat.error, ChattoPermissionDenied) or flat.sent_ids:
+                return flat
+            perm = PERM_POST
+        self._warn(room or chat_id, chat_id, perm, "The answer was not posted; nobody in the room sees it.")
+        self._remember_refused(chat_id, content)
+        return flat
+
+    def _warn(self, room: Any, chat_id: str, perm: str, detail: str) -> None:
+        """WARNING with the fix the first time per (room, permission) in this run; INFO after."""
+        if (chat_id, perm) in self._warned:
+            logger.info("Chatto: permission_denied in %s again (%s missing). %s", chat_id, perm, detail)
+            return
+        self._warned.add((chat_id, perm))
+        logger.warning("%s", refusal_warning(room, perm, detail=detail))
+
+    def _remember_refused(self, chat_id: str, content: str) -> None:
+        seen = self._conn.seen
+        if seen is None or content.startswith(HOST_FALLBACK_PREFIX):
+            return  # the host's plain-text resend: the first attempt was remembered
+        with self._boundary.guard("send.remember_refused"):
+            seen.add(_refused_key(chat_id, content))
+            flush = getattr(seen, "flush", None)
+            if callable(flush):
+                flush()  # a crash right after must not lose it
+
+    def _is_refused_replay(self, chat_id: str, content: str) -> bool:
+        """Whether ``content`` is the host's recovered-reply redelivery of a reply this room
+        refused for a missing permission (remembered in the persistent seen-store)."""
+        seen = self._conn.seen
+        if seen is None or not content.startswith(HOST_RECOVERED_PREFIX):
+            return False
+        return _refused_key(chat_id, content[len(HOST_RECOVERED_PREFIX):]) in seen
 
     def _record(self, chat_id: str, root: str, report: DeliveryReport, noted: list[str],
                 session_key: str | None, turn_trigger: str | None) -> None:
@@ -247,7 +325,10 @@ class SendPath:
         counters["sends"] += 1
         if not report.ok:
             counters["send_failures"] += 1
-            logger.warning("Chatto: delivery to %s: %s", chat_id, report.describe())
+            # a refusal before anything went out was warned with its fix (_refused)
+            refused = isinstance(report.error, ChattoPermissionDenied) and not report.sent_ids
+            logger.log(logging.INFO if refused else logging.WARNING, "Chatto: delivery to %s: %s", chat_id,
+                       report.describe())
         self.last_reports.append(report)
         del self.last_reports[:-LAST_REPORTS]
         ids = [i for i in report.sent_ids if i]
@@ -262,3 +343,9 @@ class SendPath:
                 self._note_sent(chat_id, root, rest, session_key, turn_trigger)
         elif not self._rooms.is_dm(chat_id):
             self._threads.join(ThreadKey(chat_id, ids[0]))
+
+
+def _refused_key(chat_id: str, content: str) -> str:
+    """Seen-store key of a reply refused in ``chat_id`` (the sha256 of room and text)."""
+    digest = hashlib.sha256(f"{chat_id}\n{content}".encode()).hexdigest()
+    return REFUSED_KEY_PREFIX + digest
