@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: venv test lint demo bench proto clean
+.PHONY: venv test lint stress demo bench proto clean
 
 # First run only (again when pyproject.toml changes): a venv with the package, hermes-agent and
 # the test tools. Each step says what it does; pip prints a line per package it fetches.
@@ -31,6 +31,23 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+# The exactly-once cases under CPU contention and seeded scheduling jitter
+# (tests/stress_plugin.py): STRESS_ROUNDS rounds, round i with seed STRESS_SEED+i, each bounded
+# by STRESS_ROUND_TIMEOUT s; stops at the first failing round and prints the seed to replay.
+STRESS_ROUNDS        ?= 20
+STRESS_SEED          ?= 1000
+STRESS_ROUND_TIMEOUT ?= 900
+STRESS_TESTS         ?= tests
+STRESS_K             ?= exactly_once or message_once or projection_reset or later_block or followup or test_adapter_edit
+stress: $(STAMP)
+	@for i in $$(seq 1 $(STRESS_ROUNDS)); do \
+	  seed=$$(( $(STRESS_SEED) + i )); \
+	  echo "==> stress round $$i/$(STRESS_ROUNDS) (CHATTO_STRESS_SEED=$$seed)"; \
+	  CHATTO_STRESS_SEED=$$seed PYTHONPATH=tests timeout $(STRESS_ROUND_TIMEOUT) \
+	    $(PY) -m pytest -q -p no:cacheprovider -p stress_plugin -k "$(STRESS_K)" $(STRESS_TESTS) \
+	    || { echo "stress round $$i FAILED: replay with CHATTO_STRESS_SEED=$$seed"; exit 1; }; \
+	done; echo "==> stress: $(STRESS_ROUNDS) rounds passed"
 
 demo: $(STAMP)
 	$(PY) -m hermes_chatto.testing.demo
