@@ -175,9 +175,9 @@ def register(ctx: Any) -> None:
 
             register_tools(ctx)
         except Exception as e:  # a tool problem must not take the platform down
-            import logging
+            from .logs import get_logger
 
-            logging.getLogger("hermes_chatto").warning("chatto_send_message not registered: %s", e)
+            get_logger(__name__).warning("chatto_send_message not registered: %s", e)
     if callable(getattr(ctx, "register_cli_command", None)):
         try:
             from .cli import register_cli
@@ -187,6 +187,6 @@ def register(ctx: Any) -> None:
             try:
                 register_cli(ctx)
             except Exception as e:
-                import logging
+                from .logs import get_logger
 
-                logging.getLogger("hermes_chatto").warning("hermes chatto CLI not registered: %s", e)
+                get_logger(__name__).warning("hermes chatto CLI not registered: %s", e)

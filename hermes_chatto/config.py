@@ -46,14 +46,15 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from hermes_chatto import compat
+from hermes_chatto.logs import LOGGER_ROOT, get_logger
 
-logger = logging.getLogger("hermes_chatto.config")
-#: Why the platform did not start goes to this logger: Hermes' ``gateway.log`` keeps only
-#: records of loggers named ``gateway.*``, ``hermes_plugins.*`` or ``plugins.platforms.*``
-#: (``hermes_logging.COMPONENT_PREFIXES["gateway"]``), so a ``hermes_chatto.*`` record
-#: would reach ``agent.log`` / ``errors.log`` only, leaving ``gateway.log`` with the host's
-#: generic "adapter creation failed (check dependencies and config)".
-GATEWAY_LOGGER_NAME = "hermes_plugins.chatto"
+logger = get_logger("hermes_chatto.config")
+#: Why the platform did not start goes to this logger, the root of the package's loggers
+#: (:data:`hermes_chatto.logs.LOGGER_ROOT`): Hermes' ``gateway.log`` keeps only records of
+#: loggers named ``gateway.*``, ``hermes_plugins.*`` or ``plugins.platforms.*``
+#: (``hermes_logging.COMPONENT_PREFIXES["gateway"]``); without it ``gateway.log`` would hold
+#: only the host's generic "adapter creation failed (check dependencies and config)".
+GATEWAY_LOGGER_NAME = LOGGER_ROOT
 gateway_logger = logging.getLogger(GATEWAY_LOGGER_NAME)
 
 #: Hermes authorization env names (``PlatformEntry.allowed_users_env`` / ``allow_all_env``).
@@ -393,7 +394,7 @@ class ChattoSettings(BaseSettings):
                                    "Rooms (ids or names) to keep on the realtime socket first when "
                                    "the bot is in more than 64.")
     wire_log_level: str = _f("WARNING", "CHATTO_WIRE_LOG_LEVEL", KIND_STR,
-                             "Log level of the hermes_chatto.wire loggers (request/frame "
+                             "Log level of the hermes_plugins.chatto.wire loggers (request/frame "
                              "tracing at DEBUG; keys redacted).")
 
     # -- sources ---------------------------------------------------------------------------
@@ -853,11 +854,9 @@ def env_enablement() -> dict | None:
 
 
 def apply_wire_log_level(settings: ChattoSettings) -> None:
-    """Set the level of the ``hermes_chatto.wire`` loggers (request and realtime tracing)
+    """Set the level of the ``hermes_plugins.chatto.wire`` loggers (request and realtime tracing)
     from ``settings.wire_log_level``. Frames are never dumped: the WebSocket library gets
     a logger that refuses DEBUG (``wire.realtime.WS_LOGGER``), because the realtime
     ``hello`` carries the bot key. Process-wide, like every Python logger level: under a
     multiplexed gateway the last profile to connect wins."""
-    import logging
-
-    logging.getLogger("hermes_chatto.wire").setLevel(settings.wire_log_level)
+    get_logger("hermes_chatto.wire").setLevel(settings.wire_log_level)

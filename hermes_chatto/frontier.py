@@ -128,7 +128,7 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
 from .wire.errors import ChattoInvalidArgument, ChattoNotFound
 from .wire.types import ChattoMessage, ChattoUser, TimelinePage
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("hermes_plugins.chatto.frontier")  # see hermes_chatto.logs
 
 #: First line of every block, exactly.
 HEADER = "[Earlier in this thread]"

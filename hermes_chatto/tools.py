@@ -27,11 +27,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
-import logging
 import threading
 from typing import Any
 
-logger = logging.getLogger("hermes_chatto.tools")
+from .logs import get_logger
+
+logger = get_logger("hermes_chatto.tools")
 
 TOOL_NAME = "chatto_send_message"
 TOOLSET = "chatto"

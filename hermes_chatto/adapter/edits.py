@@ -25,19 +25,19 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
 from .. import compat
 from ..ingress import decide_edit
+from ..logs import get_logger
 from ..wire.types import ChattoMessage
 from .boundary import ErrorBoundary
 from .conn import Conn
 from .turns import TurnTracker
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 #: ``base_interrupt(guard_key, chat_id, metadata)``: the base class' interrupt (no queue discard).
 BaseInterrupt = Callable[[str, str, Any], Awaitable[None]]

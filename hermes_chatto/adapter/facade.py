@@ -29,12 +29,12 @@ only through :mod:`hermes_chatto.compat`.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
 from .. import compat
 from ..delivery import DEFAULT_CHUNK_BYTES, DeliveryReport
+from ..logs import get_logger
 from ..wire.types import ChattoRoom
 from .boundary import ErrorBoundary
 from .conn import Conn
@@ -53,7 +53,7 @@ from .threads import ThreadIndex
 from .turns import TurnTracker
 from .workarounds import OrphanRescue
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 _Base: Any = compat.adapter_base_class()
 

@@ -11,10 +11,10 @@ whose reply count grew, the replies posted since are read with one ``GetThreadEv
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..logs import get_logger
 from ..wire.errors import ChattoError
 from ..wire.types import ChattoMessage, ThreadKey
 from .boundary import ErrorBoundary
@@ -22,7 +22,7 @@ from .conn import Conn
 from .rooms import RoomDirectory
 from .threads import ThreadIndex
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 #: Newest thread replies read per moved thread after a projection reset (GetThreadEvents limit).
 RESET_THREAD_READ_LIMIT = 50

@@ -9,12 +9,12 @@ becomes ``host.build_source(...)`` (always — it stamps the routed profile) →
 from __future__ import annotations
 
 import asyncio
-import logging
 from datetime import datetime
 from typing import Any
 
 from .. import compat
 from ..ingress import IngressContext, IngressDecision, decide
+from ..logs import get_logger
 from ..wire import events as E
 from ..wire.errors import ChattoError, ChattoNotFound
 from ..wire.types import MAX_RETAINED_ROOMS, ChattoMessage, ChattoRoom, ThreadKey
@@ -27,7 +27,7 @@ from .threads import ThreadIndex
 from .turns import TurnTracker
 from .workarounds import OrphanRescue
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 
 def _is_command(event: Any) -> bool:

@@ -11,12 +11,12 @@ unreachable server (retryable).
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import compat
 from ..ingress import SeenSet
+from ..logs import get_logger
 from ..wire.errors import ChattoCredentialError, ChattoError, ChattoProtocolError
 from .conn import Conn
 from .cursor import CursorKeeper
@@ -25,7 +25,7 @@ from .rooms import RoomDirectory
 from .send import SendPath
 from .workarounds import OrphanRescue
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 #: How long ``connect()`` waits for the realtime ``caught_up`` before marking connected
 #: anyway (seconds; the host's connect timeout is 30 s).

@@ -4,18 +4,18 @@ reactions, the typing indicator and room info for the host."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from typing import Any
 
 from .. import compat
+from ..logs import get_logger
 from ..wire.errors import ChattoError, ChattoFailedPrecondition
 from ..wire.types import MAX_BODY_BYTES
 from .conn import Conn
 from .rooms import RoomDirectory
 from .send import error_kind_for
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 #: Minimum seconds between two UpdateTypingIndicator calls for one room/thread (the host
 #: calls ``send_typing`` every 2 s; Chatto shows typing for ~6 s).

@@ -12,14 +12,14 @@ by ``room_activity``).
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Iterable
 
+from ..logs import get_logger
 from ..wire.errors import ChattoError
 from ..wire.types import MAX_RETAINED_ROOMS, ChattoRoom
 from .conn import Conn
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 
 def find_member_room(rooms: Iterable[ChattoRoom], ref: str) -> ChattoRoom | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 from .. import compat
 from ..bounded import BoundedMap
 from ..delivery import DEFAULT_CHUNK_BYTES, DeliveryReport, deliver_chunks, split_body
+from ..logs import get_logger
 from ..wire.errors import (
     ChattoInvalidArgument,
     ChattoNotFound,
@@ -34,7 +34,7 @@ from .conn import Conn
 from .rooms import RoomDirectory
 from .threads import ThreadIndex
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 #: Prefix the host's ``_send_with_retry`` puts on its plain-text fallback resend.
 HOST_FALLBACK_PREFIX = "(Response formatting failed, plain text:)\n\n"

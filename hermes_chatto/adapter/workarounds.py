@@ -7,15 +7,15 @@ tests/test_adapter_unit.py says how to reproduce it).
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import compat
 from ..counters import Counters
+from ..logs import get_logger
 from .boundary import ErrorBoundary
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 
 class OrphanRescue:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -27,6 +26,7 @@ from google.protobuf.message import DecodeError
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
+from hermes_chatto.logs import get_logger
 from hermes_chatto.wire.errors import ChattoError
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
@@ -36,7 +36,7 @@ from .state import ChattoState, err
 if TYPE_CHECKING:  # pragma: no cover
     from .server import LocalChatto
 
-log = logging.getLogger("hermes_chatto.testing.rpc")
+log = get_logger("hermes_chatto.testing.rpc")
 
 MAX_REQUEST_BYTES = 1 << 20  #: connect MaxRequestMessageBytes (spec §1.2)
 
