@@ -198,8 +198,12 @@ class HostPrivate:
 _BASE = "gateway.platforms.base:BasePlatformAdapter"
 
 HOST_PRIVATES: tuple[HostPrivate, ...] = (
-    HostPrivate(_BASE, "_pending_messages", "dict",
-                why="guard key -> queued follow-up: edits of a queued message, orphan rescue"),
+    HostPrivate(
+        _BASE,
+        "_pending_messages",
+        "dict",
+        why="guard key -> queued follow-up: edits of a queued message, orphan rescue",
+    ),
     HostPrivate(_BASE, "_active_sessions", "dict", why="guard key -> interrupt event: which turns run"),
     HostPrivate(_BASE, "_session_tasks", "dict", why="guard key -> turn task: whether an orphan has an owner"),
     HostPrivate(_BASE, "_session_store", "attr", why="set by set_session_store(); session lookups, rewind"),
@@ -208,8 +212,13 @@ HOST_PRIVATES: tuple[HostPrivate, ...] = (
     HostPrivate(_BASE, "_mark_connected", "method"),
     HostPrivate(_BASE, "_mark_disconnected", "method"),
     HostPrivate(_BASE, "_is_sender_authorized", "method", ("user_id", "chat_type", "chat_id")),
-    HostPrivate("gateway.run:GatewayRunner", "_evict_cached_agent", "method", ("session_key",),
-                why="what /undo does after a rewind: the next turn rebuilds from the transcript"),
+    HostPrivate(
+        "gateway.run:GatewayRunner",
+        "_evict_cached_agent",
+        "method",
+        ("session_key",),
+        why="what /undo does after a rewind: the next turn rebuilds from the transcript",
+    ),
 )
 
 
@@ -255,8 +264,7 @@ def mark_disconnected(adapter: Any) -> None:
     adapter._mark_disconnected()
 
 
-def is_sender_authorized(adapter: Any, user_id: str | None, chat_type: str | None,
-                         chat_id: str | None) -> bool | None:
+def is_sender_authorized(adapter: Any, user_id: str | None, chat_type: str | None, chat_id: str | None) -> bool | None:
     """``BasePlatformAdapter._is_sender_authorized(user_id, chat_type, chat_id)`` (0.19.0):
     ``False`` only when the runner's check refuses the sender (``None``: no check wired)."""
     return adapter._is_sender_authorized(user_id, chat_type, chat_id)  # type: ignore[no-any-return]

@@ -48,8 +48,16 @@ class Inbound:
     """Handles every realtime event. Owns no state of its own: it drives the units it is
     given (rooms, thread index, gap recovery, turns, edits, the orphan workaround)."""
 
-    def __init__(self, host: Any, conn: Conn, rooms: RoomDirectory, threads: ThreadIndex,
-                 turns: TurnTracker, boundary: ErrorBoundary, rescue: OrphanRescue) -> None:
+    def __init__(
+        self,
+        host: Any,
+        conn: Conn,
+        rooms: RoomDirectory,
+        threads: ThreadIndex,
+        turns: TurnTracker,
+        boundary: ErrorBoundary,
+        rescue: OrphanRescue,
+    ) -> None:
         self._host = host
         self._conn = conn
         self._rooms = rooms
@@ -168,8 +176,9 @@ class Inbound:
         if not callable(peek):
             return False
         try:
-            probe = self._host.build_source(chat_id=msg.room_id, chat_type="group", user_id=msg.author_id,
-                                            thread_id=msg.thread_root_event_id)
+            probe = self._host.build_source(
+                chat_id=msg.room_id, chat_type="group", user_id=msg.author_id, thread_id=msg.thread_root_event_id
+            )
             return bool(await asyncio.to_thread(peek, self._host.session_key_for(probe)))
         except Exception:  # noqa: BLE001 - unknown: fall back to the root's author
             return False
@@ -183,8 +192,9 @@ class Inbound:
                 d = decide(msg, self._ctx(room, True), None, projection_id=projection_id)
         return d
 
-    async def on_new_message(self, msg: ChattoMessage, projection_id: str | None, *,
-                             retained: bool | None = None) -> None:
+    async def on_new_message(
+        self, msg: ChattoMessage, projection_id: str | None, *, retained: bool | None = None
+    ) -> None:
         """Ingress for one new message, then build the source/event and hand it to the host."""
         if retained is None:
             retained = self._rooms.is_retained(msg.room_id)
@@ -194,9 +204,16 @@ class Inbound:
             self._conn.counters["dropped"] += 1
             logger.debug("Chatto: drop %s (%s)", msg.event_id, d.reason)
             return
-        source = self._host.build_source(chat_id=d.chat_id, chat_name=d.chat_name, chat_type=d.chat_type,
-                                         user_id=d.user_id, user_name=d.user_name, thread_id=d.thread_id,
-                                         is_bot=d.is_bot, message_id=d.message_id)
+        source = self._host.build_source(
+            chat_id=d.chat_id,
+            chat_name=d.chat_name,
+            chat_type=d.chat_type,
+            user_id=d.user_id,
+            user_name=d.user_name,
+            thread_id=d.thread_id,
+            is_bot=d.is_bot,
+            message_id=d.message_id,
+        )
         block = None
         if d.thread_id:
             key = self._host.session_key_for(source)
@@ -205,9 +222,16 @@ class Inbound:
                 block = await self._turns.block_for(key, msg, retained)
             self._threads.join(ThreadKey(d.chat_id, d.thread_id))
         event = compat.make_event(
-            text=d.text, message_type=compat.text_message_type(), source=source, raw_message=msg,
-            message_id=d.message_id, reply_to_message_id=msg.in_reply_to or None, channel_context=block,
-            timestamp=_timestamp(msg), user_id=d.user_id, user_name=d.user_name,
+            text=d.text,
+            message_type=compat.text_message_type(),
+            source=source,
+            raw_message=msg,
+            message_id=d.message_id,
+            reply_to_message_id=msg.in_reply_to or None,
+            channel_context=block,
+            timestamp=_timestamp(msg),
+            user_id=d.user_id,
+            user_name=d.user_name,
         )
         self._conn.counters["dispatched"] += 1
         await self.dispatch(event)

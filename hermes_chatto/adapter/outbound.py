@@ -42,21 +42,33 @@ class OutboundOps:
         for 3 h; after that a clear ``failed_precondition`` error). Returns a ``SendResult``."""
         client = self._conn.client
         if client is None:
-            return compat.send_result(success=False, error="Chatto adapter is not connected", retryable=True,
-                                      error_kind="transient")
+            return compat.send_result(
+                success=False, error="Chatto adapter is not connected", retryable=True, error_kind="transient"
+            )
         size = len(content.encode("utf-8"))
         if size > MAX_BODY_BYTES:
-            return compat.send_result(success=False, error=f"message too long for one Chatto message "
-                                      f"({size} > {MAX_BODY_BYTES} bytes)", error_kind="too_long")
+            return compat.send_result(
+                success=False,
+                error=f"message too long for one Chatto message ({size} > {MAX_BODY_BYTES} bytes)",
+                error_kind="too_long",
+            )
         try:
             m = await client.update_message(chat_id, message_id, content)
         except ChattoFailedPrecondition as e:
-            return compat.send_result(success=False, error=f"cannot edit message {message_id}: Chatto's 3-hour "
-                                      f"edit window has expired or the room is archived ({e})", error_kind="unknown")
+            return compat.send_result(
+                success=False,
+                error=f"cannot edit message {message_id}: Chatto's 3-hour "
+                f"edit window has expired or the room is archived ({e})",
+                error_kind="unknown",
+            )
         except ChattoError as e:
-            return compat.send_result(success=False, error=f"edit failed: {e}", retryable=bool(e.retryable) and not
-                                      getattr(e, "may_have_landed", False), retry_after=e.retry_after,
-                                      error_kind=error_kind_for(e))
+            return compat.send_result(
+                success=False,
+                error=f"edit failed: {e}",
+                retryable=bool(e.retryable) and not getattr(e, "may_have_landed", False),
+                retry_after=e.retry_after,
+                error_kind=error_kind_for(e),
+            )
         return compat.send_result(success=True, message_id=m.event_id or message_id)
 
     async def delete_message(self, chat_id: str, message_id: str) -> bool:
@@ -97,8 +109,11 @@ class OutboundOps:
         room = await self._rooms.fetch(chat_id)
         if room is None:
             return {"name": chat_id, "type": "group", "chat_id": chat_id}
-        return {"name": room.name or ("Direct message" if room.is_dm else chat_id),
-                "type": "dm" if room.is_dm else "group", "chat_id": chat_id}
+        return {
+            "name": room.name or ("Direct message" if room.is_dm else chat_id),
+            "type": "dm" if room.is_dm else "group",
+            "chat_id": chat_id,
+        }
 
     async def react(self, event: Any, emoji: str) -> None:
         """Add reaction ``emoji`` (a shortcode; nothing when empty) to an authorised trigger."""

@@ -54,8 +54,13 @@ class ResumeRegistry:
     Entry: key → ``(monotonic ts, text, chunks, sent_ids, next_index)``; entries older than
     ``ttl_s`` seconds are dropped on lookup. ``clock`` returns monotonic seconds."""
 
-    def __init__(self, *, capacity: int = RESUME_CAPACITY, ttl_s: float = RESUME_TTL_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        capacity: int = RESUME_CAPACITY,
+        ttl_s: float = RESUME_TTL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._d: BoundedMap[ResumeKey, tuple[float, str, list[str], list[str], int]] = BoundedMap(capacity)
         self._ttl = ttl_s
         self._clock = clock
@@ -74,7 +79,7 @@ class ResumeRegistry:
         if hit is not None:
             return hit[1], hit[2], hit[3], hit[4]
         if text.startswith(HOST_FALLBACK_PREFIX):
-            head = text[len(HOST_FALLBACK_PREFIX):]
+            head = text[len(HOST_FALLBACK_PREFIX) :]
             scope = compat.scope_key()
             for (s, r, t, _h), (_ts, orig, chunks, sent, nxt) in reversed(list(self._d.items())):
                 if s == scope and r == room_id and t == (root or "") and orig[:3500] == head:
@@ -97,9 +102,15 @@ class ResumeRegistry:
 RESUME = ResumeRegistry()
 
 
-async def deliver_text(client: Any, room_id: str, text: str, *, thread_root_event_id: str,
-                       on_sent: Callable[[str], None] | None = None,
-                       limit_bytes: int = DEFAULT_CHUNK_BYTES) -> DeliveryReport:
+async def deliver_text(
+    client: Any,
+    room_id: str,
+    text: str,
+    *,
+    thread_root_event_id: str,
+    on_sent: Callable[[str], None] | None = None,
+    limit_bytes: int = DEFAULT_CHUNK_BYTES,
+) -> DeliveryReport:
     """Split ``text`` by UTF-8 bytes and post it as one answer into ``room_id`` /
     ``thread_root_event_id`` (``""`` = flat) — the one send path shared by the adapter,
     the agent tool and the stand-alone sender.
@@ -115,12 +126,20 @@ async def deliver_text(client: Any, room_id: str, text: str, *, thread_root_even
     if resumed is not None:
         orig, chunks, sent, start = resumed
         text = orig
-        report = await deliver_chunks(client, room_id, chunks, thread_root_event_id=thread_root_event_id,
-                                      start_index=start, already_sent=sent, on_sent=on_sent)
+        report = await deliver_chunks(
+            client,
+            room_id,
+            chunks,
+            thread_root_event_id=thread_root_event_id,
+            start_index=start,
+            already_sent=sent,
+            on_sent=on_sent,
+        )
     else:
         chunks = split_body(text, limit_bytes)
-        report = await deliver_chunks(client, room_id, chunks, thread_root_event_id=thread_root_event_id,
-                                      on_sent=on_sent)
+        report = await deliver_chunks(
+            client, room_id, chunks, thread_root_event_id=thread_root_event_id, on_sent=on_sent
+        )
     RESUME.store(room_id, thread_root_event_id, text, chunks, report)
     return report
 
@@ -149,8 +168,12 @@ def send_result_from_report(report: DeliveryReport) -> Any:
     last = ids[-1] if ids else None
     cont = tuple(ids[:-1])
     if report.ok:
-        return compat.send_result(success=True, message_id=last, continuation_message_ids=cont,
-                                  raw_response={"message_ids": ids, "chunks": report.total})
+        return compat.send_result(
+            success=True,
+            message_id=last,
+            continuation_message_ids=cont,
+            raw_response={"message_ids": ids, "chunks": report.total},
+        )
     err = report.error
     text = report.describe()
     if report.may_have_landed:
@@ -179,8 +202,15 @@ class SendPath:
         self.last_reports: list[DeliveryReport] = []
         self._deliveries: set[asyncio.Future[DeliveryReport]] = set()
 
-    async def deliver(self, chat_id: str, content: str, *, thread_root_event_id: str,
-                      session_key: str | None = None, turn_trigger: str | None = None) -> DeliveryReport:
+    async def deliver(
+        self,
+        chat_id: str,
+        content: str,
+        *,
+        thread_root_event_id: str,
+        session_key: str | None = None,
+        turn_trigger: str | None = None,
+    ) -> DeliveryReport:
         """THE send path: :func:`deliver_text` into ``chat_id`` under ``thread_root_event_id``
         (``""`` = flat). Each chunk's id is remembered as own (echo dropping) and handed to
         the frontier (``note_sent`` for ``session_key``) the moment its ``CreateMessage``
@@ -192,8 +222,9 @@ class SendPath:
         A delivery runs to its end even when the turn that started it is cancelled (a stop
         or shutdown while a CreateMessage is in flight): otherwise a chunk the server
         accepted could go unrecorded. :meth:`wait_idle` waits (bounded) for those."""
-        task = asyncio.ensure_future(self._deliver_now(chat_id, content, thread_root_event_id or "",
-                                                       session_key, turn_trigger))
+        task = asyncio.ensure_future(
+            self._deliver_now(chat_id, content, thread_root_event_id or "", session_key, turn_trigger)
+        )
         self._deliveries.add(task)
         task.add_done_callback(self._deliveries.discard)
         return await asyncio.shield(task)
@@ -204,15 +235,17 @@ class SendPath:
         if pending:
             await asyncio.wait(pending, timeout=timeout)
 
-    def _note_sent(self, chat_id: str, root: str, ids: list[str], session_key: str | None,
-                   turn_trigger: str | None) -> None:
+    def _note_sent(
+        self, chat_id: str, root: str, ids: list[str], session_key: str | None, turn_trigger: str | None
+    ) -> None:
         frontier = self._conn.frontier
         if frontier is not None:
             with self._boundary.guard("frontier.note_sent"):
                 frontier.note_sent(chat_id, root, ids, session_key, turn_trigger=turn_trigger)
 
-    async def _deliver_now(self, chat_id: str, content: str, root: str, session_key: str | None,
-                           turn_trigger: str | None) -> DeliveryReport:
+    async def _deliver_now(
+        self, chat_id: str, content: str, root: str, session_key: str | None, turn_trigger: str | None
+    ) -> DeliveryReport:
         client = self._conn.client
         if client is None:
             err = ChattoTransientError("Chatto adapter is not connected (network)")
@@ -241,8 +274,15 @@ class SendPath:
         self._record(chat_id, root, report, noted, session_key, turn_trigger)
         return report
 
-    def _record(self, chat_id: str, root: str, report: DeliveryReport, noted: list[str],
-                session_key: str | None, turn_trigger: str | None) -> None:
+    def _record(
+        self,
+        chat_id: str,
+        root: str,
+        report: DeliveryReport,
+        noted: list[str],
+        session_key: str | None,
+        turn_trigger: str | None,
+    ) -> None:
         counters = self._conn.counters
         counters["sends"] += 1
         if not report.ok:

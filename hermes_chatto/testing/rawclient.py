@@ -42,8 +42,16 @@ class RawRpc:
             procedure = "chatto.api.v1." + procedure
         return f"{self.base_url}/api/connect/{procedure}"
 
-    def call(self, procedure: str, body: Any = None, *, token: str | None = ..., raw_body: bytes | None = None,
-             content_type: str = "application/json", method: str = "POST") -> tuple[int, Any, bytes]:
+    def call(
+        self,
+        procedure: str,
+        body: Any = None,
+        *,
+        token: str | None = ...,
+        raw_body: bytes | None = None,
+        content_type: str = "application/json",
+        method: str = "POST",
+    ) -> tuple[int, Any, bytes]:
         headers = {"Content-Type": content_type, "Connect-Protocol-Version": "1"}
         tok = self.token if token is ... else token
         if tok:

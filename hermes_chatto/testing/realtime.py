@@ -45,10 +45,19 @@ _ORIGIN_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*://[^/?#@\s]+$")
 
 #: WebSocket close code sent after a fatal error / close frame with this realtime code.
 WS_CODES = {
-    "bad_hello": 1002, "bad_subscribe": 1002, "unsupported_protocol": 1002, "bad_frame": 1003,
-    "authentication_required": 1008, "invalid_cursor": 1008, "cursor_expired": 1008,
-    "replay_limit_exceeded": 1008, "temporarily_unavailable": 1013, "subscribe_failed": 1011,
-    "catch_up_in_progress": 1013, "catch_up_rate_limited": 1013, "catch_up_server_busy": 1013,
+    "bad_hello": 1002,
+    "bad_subscribe": 1002,
+    "unsupported_protocol": 1002,
+    "bad_frame": 1003,
+    "authentication_required": 1008,
+    "invalid_cursor": 1008,
+    "cursor_expired": 1008,
+    "replay_limit_exceeded": 1008,
+    "temporarily_unavailable": 1013,
+    "subscribe_failed": 1011,
+    "catch_up_in_progress": 1013,
+    "catch_up_rate_limited": 1013,
+    "catch_up_server_busy": 1013,
 }
 
 
@@ -56,8 +65,9 @@ def ws_code_for(code: str, default: int = 1000) -> int:
     return WS_CODES.get(code, default)
 
 
-def error_frame(code: str, message: str, *, fatal: bool, retry_after_ms: int | None = None,
-                room_id: str | None = None) -> bytes:
+def error_frame(
+    code: str, message: str, *, fatal: bool, retry_after_ms: int | None = None, room_id: str | None = None
+) -> bytes:
     e = pb.RealtimeError(code=code, message=message, fatal=fatal)
     if retry_after_ms is not None:
         e.retry_after_ms = retry_after_ms
@@ -67,8 +77,9 @@ def error_frame(code: str, message: str, *, fatal: bool, retry_after_ms: int | N
 
 
 def close_frame(code: str, message: str, *, reconnect: bool, retry_after_ms: int = 0) -> bytes:
-    return pb.RealtimeServerFrame(close=pb.RealtimeClose(code=code, message=message, reconnect=reconnect,
-                                                         retry_after_ms=retry_after_ms)).SerializeToString()
+    return pb.RealtimeServerFrame(
+        close=pb.RealtimeClose(code=code, message=message, reconnect=reconnect, retry_after_ms=retry_after_ms)
+    ).SerializeToString()
 
 
 class _Close:
@@ -130,9 +141,16 @@ class Conn:
                     self.send(frame.SerializeToString())
 
     def info(self) -> dict:
-        return {"id": self.id, "user_id": self.user_id, "retained": list(self.retained), "live": self.live,
-                "caught_up": self.caught_up, "path": self.path, "protocol": self.protocol,
-                "frames_sent": self.frames_sent}
+        return {
+            "id": self.id,
+            "user_id": self.user_id,
+            "retained": list(self.retained),
+            "live": self.live,
+            "caught_up": self.caught_up,
+            "path": self.path,
+            "protocol": self.protocol,
+            "frames_sent": self.frames_sent,
+        }
 
 
 class Hub:
@@ -166,15 +184,17 @@ class Hub:
                 continue
             conn.deliver(facts)
             if rbac:
-                conn.close(close_frame("projection_reset_required", "authorization changed", reconnect=True),
-                           1000)
+                conn.close(close_frame("projection_reset_required", "authorization changed", reconnect=True), 1000)
 
     def _transient(self, kind: str, payload: dict) -> None:
         if kind != "typing":
             return
-        env = pb.RealtimeEventEnvelope(id=new_id("E"), created_at=R.ts(payload["created_ns"]),
-                                       actor_id=payload["actor_id"],
-                                       user_typing=pb.RealtimeTypingEvent(room_id=payload["room_id"]))
+        env = pb.RealtimeEventEnvelope(
+            id=new_id("E"),
+            created_at=R.ts(payload["created_ns"]),
+            actor_id=payload["actor_id"],
+            user_typing=pb.RealtimeTypingEvent(room_id=payload["room_id"]),
+        )
         if payload["thread_root_event_id"]:
             env.user_typing.thread_root_event_id = payload["thread_root_event_id"]
         data = pb.RealtimeServerFrame(event=env).SerializeToString()
@@ -188,6 +208,7 @@ class Hub:
             for conn in list(self.conns):
                 if user_id is None or conn.user_id == user_id:
                     fn(conn)
+
         self._call(run)
 
 
@@ -270,8 +291,9 @@ def _fatal(conn: Conn, code: str, message: str, ws_code: int | None = None) -> N
     conn.close(error_frame(code, message, fatal=True), ws_code if ws_code is not None else ws_code_for(code, 1011))
 
 
-async def _expect_frame(server: "LocalChatto", conn: Conn, kind: str, code: str,
-                        wrong: str) -> "pb.RealtimeClientFrame | None":
+async def _expect_frame(
+    server: "LocalChatto", conn: Conn, kind: str, code: str, wrong: str
+) -> "pb.RealtimeClientFrame | None":
     """Read one handshake frame that must be ``kind``; on timeout, a text frame, garbage or
     another frame kind, queue the fatal error the real server sends (``code`` /
     ``bad_frame``) and return ``None``."""
@@ -310,7 +332,7 @@ async def _session(server: "LocalChatto", conn: Conn) -> asyncio.Task | None:
     token = hello.bearer_token if hello.HasField("bearer_token") else None
     if token is None:
         h = ws.headers.get("authorization")
-        token = h[len("Bearer "):] if h and h.startswith("Bearer ") else None
+        token = h[len("Bearer ") :] if h and h.startswith("Bearer ") else None
     if server.auth_backend_down:
         _fatal(conn, "temporarily_unavailable", "authentication backend unavailable", 1013)
         return None
@@ -321,12 +343,20 @@ async def _session(server: "LocalChatto", conn: Conn) -> asyncio.Task | None:
         return None
     conn.user_id, conn.token, conn.protocol = user_id, token, server.protocol_version
     caps = P.CAPABILITIES_V2 if conn.protocol == 2 else P.CAPABILITIES_V1
-    conn.send(pb.RealtimeServerFrame(hello=pb.RealtimeServerHello(
-        protocol_version=conn.protocol, server_version=state.version,
-        heartbeat_interval_seconds=server.advertised_heartbeat, capabilities=list(caps))).SerializeToString())
+    conn.send(
+        pb.RealtimeServerFrame(
+            hello=pb.RealtimeServerHello(
+                protocol_version=conn.protocol,
+                server_version=state.version,
+                heartbeat_interval_seconds=server.advertised_heartbeat,
+                capabilities=list(caps),
+            )
+        ).SerializeToString()
+    )
 
-    frame = await _expect_frame(server, conn, "subscribe_events", "bad_subscribe",
-                                "second frame must be subscribe_events")
+    frame = await _expect_frame(
+        server, conn, "subscribe_events", "bad_subscribe", "second frame must be subscribe_events"
+    )
     if frame is None:
         return None
     sub = frame.subscribe_events
@@ -362,8 +392,9 @@ async def _session(server: "LocalChatto", conn: Conn) -> asyncio.Task | None:
             start = cursor
             frames = [f for f in (P.fact_frame(state, x, user_id, conn.retained) for x in facts) if f is not None]
         frames.append(P.reconciliation(state, user_id, replay=facts is not None))
-        caught = pb.RealtimeServerFrame(caught_up=pb.RealtimeCaughtUp(
-            cursor=state.sealer.resume_cursor(user_id, state.seq, now)))
+        caught = pb.RealtimeServerFrame(
+            caught_up=pb.RealtimeCaughtUp(cursor=state.sealer.resume_cursor(user_id, state.seq, now))
+        )
         conn.send(pb.RealtimeServerFrame(subscribed=pb.RealtimeSubscribed(start_cursor=start)).SerializeToString())
         for f in frames:
             conn.send(f.SerializeToString())
@@ -379,8 +410,11 @@ async def _heartbeats(server: "LocalChatto", conn: Conn) -> None:
         await asyncio.sleep(server.heartbeat_interval)
         if conn.closing:
             return
-        conn.send(pb.RealtimeServerFrame(heartbeat=pb.RealtimeHeartbeat(
-            id=new_id("E"), created_at=R.ts(server.state.now_ns()))).SerializeToString())
+        conn.send(
+            pb.RealtimeServerFrame(
+                heartbeat=pb.RealtimeHeartbeat(id=new_id("E"), created_at=R.ts(server.state.now_ns()))
+            ).SerializeToString()
+        )
 
 
 def _handle_live(server: "LocalChatto", conn: Conn, data) -> bool:
@@ -410,8 +444,14 @@ def _hydrate(server: "LocalChatto", conn: Conn, room_id: str) -> None:
     if room_id in conn.retained:
         return
     if len(conn.retained) >= MAX_RETAINED_ROOMS:
-        conn.send(error_frame("too_many_retained_rooms", f"at most {MAX_RETAINED_ROOMS} retained rooms per connection",
-                              fatal=False, room_id=room_id))
+        conn.send(
+            error_frame(
+                "too_many_retained_rooms",
+                f"at most {MAX_RETAINED_ROOMS} retained rooms per connection",
+                fatal=False,
+                room_id=room_id,
+            )
+        )
         return
     conn.retained.append(room_id)
     with state.lock:
@@ -419,6 +459,11 @@ def _hydrate(server: "LocalChatto", conn: Conn, room_id: str) -> None:
         if room is None or conn.user_id not in room.members:
             conn.send(error_frame("room_unavailable", "room is not available", fatal=False, room_id=room_id))
             return
-        ev = P.synthetic_event(state, [P.room_upsert(state, room, conn.user_id, with_members=True),
-                                       P.timeline_replace(state, room, conn.user_id)])
+        ev = P.synthetic_event(
+            state,
+            [
+                P.room_upsert(state, room, conn.user_id, with_members=True),
+                P.timeline_replace(state, room, conn.user_id),
+            ],
+        )
         conn.send(ev.SerializeToString())

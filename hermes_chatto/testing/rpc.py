@@ -41,10 +41,22 @@ log = get_logger("hermes_chatto.testing.rpc")
 MAX_REQUEST_BYTES = 1 << 20  #: connect MaxRequestMessageBytes (spec §1.2)
 
 HTTP_STATUS = {
-    "canceled": 499, "unknown": 500, "invalid_argument": 400, "deadline_exceeded": 504, "not_found": 404,
-    "already_exists": 409, "permission_denied": 403, "resource_exhausted": 429, "failed_precondition": 400,
-    "aborted": 409, "out_of_range": 400, "unimplemented": 501, "internal": 500, "unavailable": 503,
-    "data_loss": 500, "unauthenticated": 401,
+    "canceled": 499,
+    "unknown": 500,
+    "invalid_argument": 400,
+    "deadline_exceeded": 504,
+    "not_found": 404,
+    "already_exists": 409,
+    "permission_denied": 403,
+    "resource_exhausted": 429,
+    "failed_precondition": 400,
+    "aborted": 409,
+    "out_of_range": 400,
+    "unimplemented": 501,
+    "internal": 500,
+    "unavailable": 503,
+    "data_loss": 500,
+    "unauthenticated": 401,
 }
 
 
@@ -133,9 +145,16 @@ def update_typing(ctx: Ctx, req) -> pb.UpdateTypingIndicatorResponse:
 def create_message(ctx: Ctx, req) -> pb.CreateMessageResponse:
     s = ctx.state
     with s.lock:
-        m = s.create_message(ctx.user_id, req.room_id, req.body, thread_root_event_id=req.thread_root_event_id,
-                             in_reply_to=req.in_reply_to, also_send_to_channel=req.also_send_to_channel,
-                             create_thread=req.create_thread, attachment_asset_ids=list(req.attachment_asset_ids))
+        m = s.create_message(
+            ctx.user_id,
+            req.room_id,
+            req.body,
+            thread_root_event_id=req.thread_root_event_id,
+            in_reply_to=req.in_reply_to,
+            also_send_to_channel=req.also_send_to_channel,
+            create_thread=req.create_thread,
+            attachment_asset_ids=list(req.attachment_asset_ids),
+        )
         return pb.CreateMessageResponse(message=R.message_pb(m, ctx.user_id, s))
 
 
@@ -202,7 +221,10 @@ def get_thread_events_around(ctx: Ctx, req) -> pb.GetThreadEventsAroundResponse:
 
 def batch_get_users(ctx: Ctx, req) -> pb.BatchGetUsersResponse:
     if len(req.user_ids) > 100:
-        raise err("invalid_argument", "validation error:\n - user_ids: value must contain no more than 100 item(s) [repeated.max_items]")
+        raise err(
+            "invalid_argument",
+            "validation error:\n - user_ids: value must contain no more than 100 item(s) [repeated.max_items]",
+        )
     s = ctx.state
     with s.lock:
         return pb.BatchGetUsersResponse(users=[R.directory_member(s.users[u]) for u in req.user_ids if u in s.users])
@@ -249,7 +271,7 @@ def bearer_of(request) -> str | None:
     h = request.headers.get("authorization")
     if h is None or not h.startswith("Bearer "):
         return None
-    return h[len("Bearer "):]
+    return h[len("Bearer ") :]
 
 
 async def _read_body(request: Request) -> bytes | None:
@@ -298,8 +320,9 @@ async def connect_endpoint(request: Request) -> Response:
                 return error_response("unauthenticated", "authentication required")
         body = await _read_body(request)
         if body is None:
-            return error_response("resource_exhausted",
-                                  f"message size is larger than configured max {MAX_REQUEST_BYTES}")
+            return error_response(
+                "resource_exhausted", f"message size is larger than configured max {MAX_REQUEST_BYTES}"
+            )
         try:
             if ctype == "application/json":
                 if not body:
@@ -334,8 +357,7 @@ async def connect_endpoint(request: Request) -> Response:
     if ctype == "application/proto":
         return Response(resp_msg.SerializeToString(), media_type="application/proto")
     data = json_format.MessageToDict(resp_msg)
-    return Response(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode(),
-                    media_type="application/json")
+    return Response(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode(), media_type="application/json")
 
 
 async def _apply_fault(request: Request, fault) -> Response | None:
