@@ -32,7 +32,8 @@ def get_secret(name: str, default: str | None = None) -> str | None:
         except Exception:
             pass
     try:
-        from agent.secret_scope import UnscopedSecretError, get_secret as _get
+        from agent.secret_scope import UnscopedSecretError
+        from agent.secret_scope import get_secret as _get
     except Exception:
         return os.environ.get(name, default)
     try:

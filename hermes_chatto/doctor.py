@@ -344,7 +344,7 @@ async def realtime_probe(
 
     try:
         await asyncio.wait_for(handshake(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         res.error_code = res.error_code or "timeout"
         res.error_message = res.error_message or f"no caught_up within {timeout:.0f} s"
     return res

@@ -194,13 +194,13 @@ class ChattoAdapter(_Base):  # type: ignore[misc]
 
     def _new_realtime(self) -> Any:
         settings = self.conn.settings
-        kw: dict[str, Any] = dict(
-            on_event=self.inbound.on_event,
-            retained_rooms=lambda: list(self.rooms.retained),
-            resume_cursor=self.cursor.cursor,
-            on_cursor=self.cursor.on_cursor,
-            bot_user_id=self.conn.bot_user_id,
-        )
+        kw: dict[str, Any] = {
+            "on_event": self.inbound.on_event,
+            "retained_rooms": lambda: list(self.rooms.retained),
+            "resume_cursor": self.cursor.cursor,
+            "on_cursor": self.cursor.on_cursor,
+            "bot_user_id": self.conn.bot_user_id,
+        }
         if self._realtime_factory is not None:
             return self._realtime_factory(settings.url, self._token.reveal(), **kw)
         from ..wire.realtime import RealtimeSession

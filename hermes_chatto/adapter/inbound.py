@@ -67,6 +67,9 @@ class Inbound:
         self._rescue = rescue
         self.gap: GapRecovery | None = None  # set by the facade (it needs this unit)
         self.edits: EditReplacement | None = None
+        # Running hydrate_room calls: the event loop keeps only a weak reference to a task,
+        # so one nobody holds could be garbage-collected before it finishes.
+        self._hydrations: set[asyncio.Task[None]] = set()
 
     async def on_event(self, ev: Any) -> None:
         """Dispatch one typed realtime event (never raises: a bad event must not kill the socket)."""
@@ -107,7 +110,9 @@ class Inbound:
             # Until its timeline_replace arrives, root messages of the room are only
             # announced by room_activity (fetched with GetMessage).
             self._rooms.hydrating.add(room.id)
-            asyncio.ensure_future(self._hydrate(rt, room.id))
+            task = asyncio.ensure_future(self._hydrate(rt, room.id))
+            self._hydrations.add(task)
+            task.add_done_callback(self._hydrations.discard)
 
     async def _hydrate(self, rt: Any, room_id: str) -> None:
         try:

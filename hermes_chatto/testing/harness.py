@@ -43,10 +43,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from hermes_chatto.testing.scripted_model import (
     ModelRequest,
@@ -370,7 +371,7 @@ class Harness:
         self.hermes_send_runs = 0
 
     # ------------------------------------------------------------------ lifecycle
-    async def __aenter__(self) -> "Harness":
+    async def __aenter__(self) -> Harness:
         """Start; a start that fails stops what it already started before raising."""
         try:
             await self.start()
@@ -605,7 +606,7 @@ class Harness:
         self._set_env({"HERMES_HOME": str(self.home), "HERMES_API_TIMEOUT": "30", "CUSTOM_BASE_URL": None})
         from dotenv import dotenv_values
 
-        self._set_env({k: v for k, v in dotenv_values(self.home / ".env").items()})
+        self._set_env(dict(dotenv_values(self.home / ".env")))
         from gateway.config import load_gateway_config
         from gateway.run import GatewayRunner
 
@@ -813,7 +814,7 @@ class Harness:
     def format_message(self, m: ChattoMessage, *, max_chars: int = 220) -> str:
         """``[HH:MM] author: body`` (body shortened to ``max_chars`` characters, with its
         UTF-8 size when shortened)."""
-        ts = datetime.fromtimestamp(m.created_at or 0, tz=timezone.utc).strftime("%H:%M")
+        ts = datetime.fromtimestamp(m.created_at or 0, tz=UTC).strftime("%H:%M")
         who = self.label(m.author_id) + (" (bot)" if m.author_id == self.bot_id else "")
         body = (m.body or "").replace("\n", " ⏎ ")
         if len(body) > max_chars:

@@ -96,7 +96,7 @@ class RawRealtime:
         self.protocol_version = protocol_version
         self.ws = None
 
-    async def connect(self, **kw) -> "RawRealtime":
+    async def connect(self, **kw) -> RawRealtime:
         self.ws = await ws_connect(self.ws_url, max_size=None, open_timeout=10, **kw)
         return self
 
@@ -104,7 +104,7 @@ class RawRealtime:
         if self.ws is not None:
             await self.ws.close()
 
-    async def __aenter__(self) -> "RawRealtime":
+    async def __aenter__(self) -> RawRealtime:
         return await self.connect()
 
     async def __aexit__(self, *exc) -> None:

@@ -94,7 +94,7 @@ class Conn:
 
     _ids = itertools.count(1)
 
-    def __init__(self, hub: "Hub", ws: WebSocket):
+    def __init__(self, hub: Hub, ws: WebSocket):
         self.id = next(self._ids)
         self.hub = hub
         self.ws = ws
@@ -156,7 +156,7 @@ class Conn:
 class Hub:
     """Registry of sockets + thread-safe entry points for fan-out and faults."""
 
-    def __init__(self, server: "LocalChatto"):
+    def __init__(self, server: LocalChatto):
         self.server = server
         self.conns: set[Conn] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -220,7 +220,7 @@ async def _recv(ws: WebSocket, timeout: float | None):
     """Next client message: ``bytes``, ``str`` (text frame) or ``None`` (disconnected/timeout)."""
     try:
         msg = await asyncio.wait_for(ws.receive(), timeout) if timeout else await ws.receive()
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return TimeoutError()
     except (WebSocketDisconnect, RuntimeError):
         return None
@@ -256,7 +256,7 @@ async def realtime_endpoint(ws: WebSocket) -> None:
         if not conn.closing:
             conn.close(None, 1000)
         await asyncio.wait_for(asyncio.shield(writer), 5)
-    except (asyncio.TimeoutError, WebSocketDisconnect):
+    except (TimeoutError, WebSocketDisconnect):
         pass
     finally:
         conn.live = False
@@ -292,8 +292,8 @@ def _fatal(conn: Conn, code: str, message: str, ws_code: int | None = None) -> N
 
 
 async def _expect_frame(
-    server: "LocalChatto", conn: Conn, kind: str, code: str, wrong: str
-) -> "pb.RealtimeClientFrame | None":
+    server: LocalChatto, conn: Conn, kind: str, code: str, wrong: str
+) -> pb.RealtimeClientFrame | None:
     """Read one handshake frame that must be ``kind``; on timeout, a text frame, garbage or
     another frame kind, queue the fatal error the real server sends (``code`` /
     ``bad_frame``) and return ``None``."""
@@ -318,7 +318,7 @@ async def _expect_frame(
     return frame
 
 
-async def _session(server: "LocalChatto", conn: Conn) -> asyncio.Task | None:
+async def _session(server: LocalChatto, conn: Conn) -> asyncio.Task | None:
     """Handshake + catch-up. Returns the heartbeat task once live, ``None`` when the
     socket is being closed (the close is already queued)."""
     ws, state = conn.ws, server.state
@@ -405,7 +405,7 @@ async def _session(server: "LocalChatto", conn: Conn) -> asyncio.Task | None:
     return asyncio.create_task(_heartbeats(server, conn))
 
 
-async def _heartbeats(server: "LocalChatto", conn: Conn) -> None:
+async def _heartbeats(server: LocalChatto, conn: Conn) -> None:
     while not conn.closing:
         await asyncio.sleep(server.heartbeat_interval)
         if conn.closing:
@@ -417,7 +417,7 @@ async def _heartbeats(server: "LocalChatto", conn: Conn) -> None:
         )
 
 
-def _handle_live(server: "LocalChatto", conn: Conn, data) -> bool:
+def _handle_live(server: LocalChatto, conn: Conn, data) -> bool:
     """One client frame after subscription; False ends the read loop."""
     if isinstance(data, TimeoutError):
         return True
@@ -438,7 +438,7 @@ def _handle_live(server: "LocalChatto", conn: Conn, data) -> bool:
     return True
 
 
-def _hydrate(server: "LocalChatto", conn: Conn, room_id: str) -> None:
+def _hydrate(server: LocalChatto, conn: Conn, room_id: str) -> None:
     """``hydrate_room`` (spec §3.6): room_upsert (full membership) + room_timeline_replace."""
     state = server.state
     if room_id in conn.retained:

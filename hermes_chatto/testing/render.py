@@ -10,7 +10,7 @@ viewer- and timeline-bound ``tl:`` cursors, empty page → empty cursors,
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from google.protobuf.timestamp_pb2 import Timestamp
 

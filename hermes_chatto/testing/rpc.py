@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -64,7 +65,7 @@ HTTP_STATUS = {
 class Ctx:
     state: ChattoState
     user_id: str | None
-    server: "LocalChatto"
+    server: LocalChatto
 
 
 def error_response(code: str, message: str) -> Response:

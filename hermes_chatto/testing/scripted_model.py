@@ -108,7 +108,7 @@ def earlier_thread_lines(user_text: str) -> list[str]:
     lines = []
     for line in block[pos + len(EARLIER_HEADER) :].splitlines():
         s = line.strip()
-        if not s or s.startswith("[") or s.startswith("("):
+        if not s or s.startswith(("[", "(")):
             continue
         lines.append(line)
     return lines

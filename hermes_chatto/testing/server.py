@@ -28,8 +28,8 @@ import socket
 import tempfile
 import threading
 from collections import namedtuple
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from hermes_chatto.wire.types import ChattoMessage, message_from_pb, user_from_pb
 
@@ -294,14 +294,14 @@ class LocalChatto:
     down = stop  #: alias: take the server down (state kept)
     up = start  #: alias: bring it up again (same port by default)
 
-    async def __aenter__(self) -> "LocalChatto":
+    async def __aenter__(self) -> LocalChatto:
         await self.start()
         return self
 
     async def __aexit__(self, *exc) -> None:
         await self.stop()
 
-    def __enter__(self) -> "LocalChatto":
+    def __enter__(self) -> LocalChatto:
         self.start_sync()
         return self
 
@@ -591,6 +591,7 @@ class LocalChatto:
     def send_session_terminated(self, user_id: str | None, reason: str = "session revoked") -> None:
         """Send ``event{session_terminated}`` and end the socket."""
         from hermes_chatto.wire.proto import chatto_pb2 as pb
+
         from .cursors import new_id
 
         env = pb.RealtimeEventEnvelope(
@@ -625,7 +626,7 @@ class LocalChatto:
 
         proc = method
         if proc not in METHODS:
-            matches = [p for p in METHODS if p.endswith("/" + method) or p.endswith("." + method)]
+            matches = [p for p in METHODS if p.endswith(("/" + method, "." + method))]
             if len(matches) != 1:
                 raise ValueError(f"unknown or ambiguous method {method!r}")
             proc = matches[0]
@@ -681,7 +682,7 @@ class LocalChatto:
     alice_token = property(lambda self: self._w().alice_token, doc="demo world: alice's bearer token")
 
     @classmethod
-    def demo(cls, **kw) -> "LocalChatto":
+    def demo(cls, **kw) -> LocalChatto:
         """Server with the demo world: human ``alice``, bot ``helper_bot`` ("Ops Helper")
         with the usual bot permissions (``message.post``, ``message.post-in-thread``,
         ``message.react``, ``message.attach``, ``room.join``, ``room.list``), channel

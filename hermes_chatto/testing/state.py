@@ -32,8 +32,8 @@ import secrets
 import threading
 import time
 import unicodedata
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from hermes_chatto.wire import errors as E
 
