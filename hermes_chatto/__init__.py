@@ -192,8 +192,8 @@ def register(ctx: Any) -> None:
         try:
             from .cli import register_cli
         except ImportError:
-            register_cli = None
-        if register_cli is not None:
+            pass
+        else:
             try:
                 register_cli(ctx)
             except Exception as e:

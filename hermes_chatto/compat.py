@@ -23,7 +23,7 @@ def get_secret(name: str, default: str | None = None) -> str | None:
     multiplexing, built unscoped); else ``os.environ`` when Hermes is absent.
     """
     try:
-        from gateway.platforms._shared import get_scoped_secret  # type: ignore[import-not-found]
+        from gateway.platforms._shared import get_scoped_secret
     except Exception:
         get_scoped_secret = None
     if get_scoped_secret is not None:
@@ -57,7 +57,7 @@ def scope_key() -> str:
     """Cache key of the current profile scope: ``hermes_constants.hermes_home_key()`` when
     the host has it, else the normcased resolved Hermes home (0.19.0)."""
     try:
-        from hermes_constants import hermes_home_key  # type: ignore[attr-defined]
+        from hermes_constants import hermes_home_key
 
         return str(hermes_home_key())
     except Exception:
@@ -225,18 +225,18 @@ HOST_PRIVATES: tuple[HostPrivate, ...] = (
 
 def pending_messages(adapter: Any) -> dict[str, Any]:
     """``BasePlatformAdapter._pending_messages`` (0.19.0): guard key → queued ``MessageEvent``."""
-    return adapter._pending_messages  # type: ignore[no-any-return]
+    return adapter._pending_messages
 
 
 def active_sessions(adapter: Any) -> dict[str, Any]:
     """``BasePlatformAdapter._active_sessions`` (0.19.0): guard key → interrupt ``asyncio.Event``
     of the turn running for it."""
-    return adapter._active_sessions  # type: ignore[no-any-return]
+    return adapter._active_sessions
 
 
 def session_tasks(adapter: Any) -> dict[str, Any]:
     """``BasePlatformAdapter._session_tasks`` (0.19.0): guard key → the turn's ``asyncio.Task``."""
-    return adapter._session_tasks  # type: ignore[no-any-return]
+    return adapter._session_tasks
 
 
 def session_store(adapter: Any) -> Any:
@@ -268,7 +268,7 @@ def mark_disconnected(adapter: Any) -> None:
 def is_sender_authorized(adapter: Any, user_id: str | None, chat_type: str | None, chat_id: str | None) -> bool | None:
     """``BasePlatformAdapter._is_sender_authorized(user_id, chat_type, chat_id)`` (0.19.0):
     ``False`` only when the runner's check refuses the sender (``None``: no check wired)."""
-    return adapter._is_sender_authorized(user_id, chat_type, chat_id)  # type: ignore[no-any-return]
+    return adapter._is_sender_authorized(user_id, chat_type, chat_id)
 
 
 def evict_cached_agent(adapter: Any, session_key: str) -> bool:

@@ -37,7 +37,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -206,7 +206,7 @@ def _setting_envs() -> list[str]:
 
 @contextlib.contextmanager
 def profile_scope(
-    home: str | os.PathLike | None = None, *, environ: dict[str, str] | None = None
+    home: str | os.PathLike | None = None, *, environ: Mapping[str, str] | None = None
 ) -> Iterator[dict[str, str]]:
     """Install the profile's secret scope the way the gateway does for a profile
     (``hermes_constants.set_hermes_home_override`` + ``agent.secret_scope.set_secret_scope``
@@ -215,7 +215,7 @@ def profile_scope(
     each set Chatto variable came from. Without Hermes installed it yields ``{}`` and
     ``compat.get_secret`` reads the process environment.
     """
-    environ = os.environ if environ is None else environ
+    env: Mapping[str, str] = os.environ if environ is None else environ
     home_path = Path(home).expanduser() if home is not None else compat.hermes_home()
     try:
         from agent.secret_scope import load_env_file, reset_secret_scope, set_secret_scope
@@ -226,8 +226,8 @@ def profile_scope(
     scope = dict(load_env_file(home_path / ".env"))
     origins = {k: ".env" for k in _setting_envs() if scope.get(k) not in (None, "")}
     for name in _setting_envs():
-        if name in environ and environ[name] != scope.get(name):
-            scope[name] = environ[name]
+        if name in env and env[name] != scope.get(name):
+            scope[name] = env[name]
             origins[name] = "environment"
     # Keep everything else the gateway would see for this profile (other platforms' keys
     # are irrelevant here, but the scope must be authoritative for the Chatto names).

@@ -58,7 +58,7 @@ logger = get_logger("hermes_chatto.adapter")
 _Base: Any = compat.adapter_base_class()
 
 
-class ChattoAdapter(_Base):  # type: ignore[misc]
+class ChattoAdapter(_Base):
     """A Hermes agent as a Chatto bot account (Chatto ≥ 0.5.0, realtime protocol 2).
 
     Capability flags: ``splits_long_messages = True`` (``send()`` receives whole replies

@@ -214,12 +214,12 @@ async def scenario_dm(h: Harness, step: Step, verbose: bool = True) -> None:
 
 async def scenario_mention(h: Harness, step: Step, verbose: bool = True) -> None:
     """An unaddressed channel message is not a turn; a mention is answered in a thread."""
-    n0 = len(h.model.turn_requests())
+    n0 = len(h.started_model.turn_requests())
     await h.post("general", "lunch at noon, anyone?", user="bob")
     t = await h.turn("mention", "general", "@helper_bot what is the deploy status?")
     step.turns.append(t)
     _show_turn(step, h, t, verbose)
-    ctxs = h.model.turn_contexts()[n0:]
+    ctxs = h.started_model.turn_contexts()[n0:]
     step.check(
         len(ctxs) == 1 and "deploy status" in ctxs[0],
         "only the mention became a turn (bob's unaddressed message did not)",
@@ -295,7 +295,9 @@ async def scenario_long(h: Harness, step: Step, verbose: bool = True) -> None:
     t = await h.turn("long", "general", "@helper_bot please give me the long answer about the release")
     step.turns.append(t)
     _show_turn(step, h, t, False)
-    answer = next((r.reply for r in reversed(h.model.chat_requests()) if r.reply and "LONG-ANSWER" in r.reply), "")
+    answer = next(
+        (r.reply for r in reversed(h.started_model.chat_requests()) if r.reply and "LONG-ANSWER" in r.reply), ""
+    )
     sizes = [utf8_len(m.body) for m in t.replies]
     step.note(f"model answer: {utf8_len(answer)} bytes; chunks: {sizes}")
     step.check(utf8_len(answer) >= 20_000, "the model produced a long (≥ 20 kB) mixed-script answer")
@@ -436,7 +438,7 @@ async def run(argv: list[str] | None = None, out: Callable[[str], None] = print)
         setup.error = f"{type(exc).__name__}: {exc}"
         out("    ✘ " + setup.error)
     else:
-        setup.note(f"Chatto {h.chatto.base_url}  model {h.model.base_url}  HERMES_HOME {h.home}")
+        setup.note(f"Chatto {h.chatto.base_url}  model {h.started_model.base_url}  HERMES_HOME {h.home}")
         setup.note(name_people(h))
         setup.note(
             f"people: {h.label(h.users['alice'])} and {h.label(h.users['bob'])} may talk to the bot; "

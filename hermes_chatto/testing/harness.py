@@ -370,6 +370,13 @@ class Harness:
         self.gateway_starts = 0
         self.hermes_send_runs = 0
 
+    @property
+    def started_model(self) -> ScriptedModel:
+        """The scripted model :meth:`start` runs; raises ``RuntimeError`` before the start."""
+        if self.model is None:
+            raise RuntimeError("Harness: start() first (no scripted model yet)")
+        return self.model
+
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Harness:
         """Start; a start that fails stops what it already started before raising."""
@@ -707,10 +714,10 @@ class Harness:
         insensitive match of their concatenation), and the gateway idle again.
 
         Raises ``TimeoutError`` naming the step that did not happen."""
-        assert self.model is not None
+        model = self.started_model
         await self.wait_idle()
-        n0 = len(self.model.turn_requests())
-        c0 = len(self.model.chat_requests())
+        n0 = len(model.turn_requests())
+        c0 = len(model.chat_requests())
         t0 = time.monotonic()
         trigger = await self.post(room, text, thread_root=thread_root, user=user)
         turn = Turn(label, trigger.room_id, trigger)
@@ -719,7 +726,7 @@ class Harness:
             return turn
         try:
             await wait_until(
-                lambda: len(self.model.turn_requests()) > n0,
+                lambda: len(model.turn_requests()) > n0,
                 timeout=self.turn_timeout,
                 what=f"[{label}] the model to be called",
             )
@@ -727,7 +734,7 @@ class Harness:
             raise TimeoutError(f"{exc} ({self._dispatch_diagnosis(trigger)})") from None
 
         def final_answer() -> str | None:
-            reqs = self.model.chat_requests()[c0:]
+            reqs = model.chat_requests()[c0:]
             finals = [r for r in reqs if r.stream and not r.tool_calls and r.reply]
             return finals[-1].reply if finals else None
 
@@ -742,7 +749,7 @@ class Harness:
             delivered, timeout=self.turn_timeout, interval=0.1, what=f"[{label}] the bot's reply in Chatto"
         )
         await self.wait_idle()
-        turn.requests = self.model.turn_requests()[n0:]
+        turn.requests = model.turn_requests()[n0:]
         turn.replies = await self.bot_messages_since(trigger)
         turn.seconds = time.monotonic() - t0
         return turn

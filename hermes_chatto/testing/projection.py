@@ -25,6 +25,8 @@ Message facts only reach room members at fact time.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
 from . import render as R
@@ -127,6 +129,17 @@ def _server_state(pinned=None) -> pb.RealtimeProjectionOperation:
     return Op(server_state_upsert=ss)
 
 
+_V = TypeVar("_V")
+
+
+def _carried(value: _V | None, fact: Fact, field: str) -> _V:
+    """``value``: the ``field`` every fact of ``fact.kind`` carries (see ``state.Fact``);
+    raises ``ValueError`` for a malformed fact."""
+    if value is None:
+        raise ValueError(f"{fact.kind} fact {fact.id} without {field}")
+    return value
+
+
 def project(state: ChattoState, fact: Fact, viewer: str, retained) -> list | None:
     """Operations of ``fact`` for ``viewer`` (see module table); ``None`` = not delivered."""
     if fact.rbac:
@@ -137,7 +150,7 @@ def project(state: ChattoState, fact: Fact, viewer: str, retained) -> list | Non
     kept = room is not None and room.id in retained
     k = fact.kind
     if k == "user_created":
-        u = state.users.get(fact.user_id)
+        u = state.users.get(fact.user_id) if fact.user_id is not None else None
         return [Op(user_upsert=R.directory_member(u))] if u else []
     if room is None:
         return []
@@ -157,12 +170,13 @@ def project(state: ChattoState, fact: Fact, viewer: str, retained) -> list | Non
             )
         return ops
     if k == "message_posted":
-        unread = fact.msg.rec.actor_id != viewer
+        msg = _carried(fact.msg, fact, "msg")
+        unread = msg.rec.actor_id != viewer
         if kept:
             return [
                 _vs_replace(state, room, viewer, unread),
                 Op(room_activity=pb.RealtimeProjectionRoomActivity(room_id=room.id)),
-                _upsert(state, fact.msg, viewer),
+                _upsert(state, msg, viewer),
             ]
         return [
             room_upsert(state, room, viewer, with_members=False),
@@ -170,37 +184,43 @@ def project(state: ChattoState, fact: Fact, viewer: str, retained) -> list | Non
             Op(room_activity=pb.RealtimeProjectionRoomActivity(room_id=room.id)),
         ]
     if k == "reply_posted":
-        root = fact.root
-        following = root.thread is not None and viewer in root.thread.followers
-        tail = [_thread_states([(room.id, root.rec.id, viewer in root.thread.unread)])] if following else []
+        root = _carried(fact.root, fact, "root")
+        thread = root.thread
+        following = thread is not None and viewer in thread.followers
+        tail = (
+            [_thread_states([(room.id, root.rec.id, viewer in thread.unread)])]
+            if thread is not None and following
+            else []
+        )
         if kept:
             return [
                 _vs_replace(state, room, viewer, False),
-                _upsert(state, fact.msg, viewer),
+                _upsert(state, _carried(fact.msg, fact, "msg"), viewer),
                 _upsert(state, root, viewer),
             ] + tail
         return [room_upsert(state, room, viewer, with_members=False), _vs_replace(state, room, viewer, False)] + tail
     if k == "thread_created":
-        return [_upsert(state, fact.root, viewer)] if kept else []
+        return [_upsert(state, _carried(fact.root, fact, "root"), viewer)] if kept else []
     if k == "message_edited":
         if not kept:
             return []
-        ops = [_upsert(state, fact.msg, viewer)]
+        ops = [_upsert(state, _carried(fact.msg, fact, "msg"), viewer)]
         if fact.echo is not None:
             ops.append(_upsert(state, fact.echo, viewer))
         return ops
     if k == "message_deleted":
+        msg = _carried(fact.msg, fact, "msg")
         pinned = pb.RealtimeProjectionPinnedMessageChange(
-            action=pb.REALTIME_PROJECTION_PINNED_ACTION_DELETED, room_id=room.id, message_event_id=fact.msg.rec.id
+            action=pb.REALTIME_PROJECTION_PINNED_ACTION_DELETED, room_id=room.id, message_event_id=msg.rec.id
         )
         if not kept:
             return [_server_state(pinned)]
-        ops = [_upsert(state, fact.msg, viewer)]
+        ops = [_upsert(state, msg, viewer)]
         if fact.echo is not None:
             ops.append(_upsert(state, fact.echo, viewer, retain_deleted_row=True))
         return ops + [_server_state(pinned)]
     if k == "reaction":
-        return [_upsert(state, fact.msg, viewer, reaction=fact.reaction)] if kept else []
+        return [_upsert(state, _carried(fact.msg, fact, "msg"), viewer, reaction=fact.reaction)] if kept else []
     return []
 
 
@@ -265,9 +285,9 @@ def reset_frames(state: ChattoState, viewer: str, retained: list[str]) -> list[p
     out.append(synthetic_event(state, [Op(notification_occurrences_replace=pb.RealtimeProjectionOpaque())]))
     out.append(synthetic_event(state, [Op(active_calls_replace=pb.RealtimeProjectionOpaque())]))
     for rid in retained:
-        room = state.rooms.get(rid)
-        if room is not None and viewer in room.members:
-            out.append(synthetic_event(state, [timeline_replace(state, room, viewer)]))
+        kept_room = state.rooms.get(rid)
+        if kept_room is not None and viewer in kept_room.members:
+            out.append(synthetic_event(state, [timeline_replace(state, kept_room, viewer)]))
     return out
 
 

@@ -132,11 +132,14 @@ class Conn:
 
     def deliver(self, facts: list[Fact]) -> None:
         state = self.hub.server.state
+        viewer = self.user_id
+        if viewer is None:  # a socket goes live only after an authenticated hello
+            return
         with state.lock:
             for f in facts:
                 if f.seq <= self.boundary:
                     continue
-                frame = P.fact_frame(state, f, self.user_id, self.retained)
+                frame = P.fact_frame(state, f, viewer, self.retained)
                 if frame is not None:
                     self.send(frame.SerializeToString())
 
@@ -389,6 +392,7 @@ async def _session(server: LocalChatto, conn: Conn) -> asyncio.Task | None:
             frames = P.reset_frames(state, user_id, conn.retained)
         else:
             conn.path = "replay"
+            assert cursor is not None  # replay_facts answers None (a reset) without a cursor
             start = cursor
             frames = [f for f in (P.fact_frame(state, x, user_id, conn.retained) for x in facts) if f is not None]
         frames.append(P.reconciliation(state, user_id, replay=facts is not None))

@@ -181,7 +181,11 @@ def thread_scope(room_id: str, root_id: str) -> str:
     return f"thread:{room_id}:{root_id}"
 
 
-def _open(state: ChattoState, text: str, viewer: str, scope: str) -> int:
+def _open(state: ChattoState, text: str | None, viewer: str, scope: str) -> int:
+    """Sequence number inside the ``tl:`` cursor ``text``; raises ``invalid_argument`` for
+    a bad one. ``None`` (no cursor with a before/after mode) cannot come from
+    ``rpc._cursor``, which pairs a mode with the oneof's string."""
+    assert text is not None
     try:
         return state.sealer.open_timeline_cursor(text, viewer, scope)
     except ValueError:

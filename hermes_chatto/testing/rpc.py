@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from google.protobuf import json_format
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
@@ -64,8 +64,17 @@ HTTP_STATUS = {
 @dataclass
 class Ctx:
     state: ChattoState
-    user_id: str | None
+    user_id: str | None  #: ``None`` only for a public method (``GetServer``)
     server: LocalChatto
+
+    @property
+    def me(self) -> str:
+        """The authenticated caller's user id. Every non-public method has one (the
+        endpoint answered ``unauthenticated`` before calling it); raises ``unauthenticated``
+        otherwise."""
+        if self.user_id is None:
+            raise err("unauthenticated", "authentication required")
+        return self.user_id
 
 
 def error_response(code: str, message: str) -> Response:
@@ -84,11 +93,11 @@ def get_server(ctx: Ctx, req) -> pb.GetServerResponse:
 
 def get_viewer(ctx: Ctx, req) -> pb.GetViewerResponse:
     with ctx.state.lock:
-        return R.viewer_response(ctx.state, ctx.user_id)
+        return R.viewer_response(ctx.state, ctx.me)
 
 
 def list_rooms(ctx: Ctx, req) -> pb.ListRoomsResponse:
-    s, me = ctx.state, ctx.user_id
+    s, me = ctx.state, ctx.me
     scope = req.scope
     out = pb.ListRoomsResponse()
     with s.lock:
@@ -108,7 +117,7 @@ def list_rooms(ctx: Ctx, req) -> pb.ListRoomsResponse:
 
 
 def get_room(ctx: Ctx, req) -> pb.GetRoomResponse:
-    s, me = ctx.state, ctx.user_id
+    s, me = ctx.state, ctx.me
     with s.lock:
         room = s.room(req.room_id)
         if not s.can_see(me, room):
@@ -120,7 +129,7 @@ def get_room(ctx: Ctx, req) -> pb.GetRoomResponse:
 
 def start_dm(ctx: Ctx, req) -> pb.StartDMResponse:
     with ctx.state.lock:
-        room = ctx.state.start_dm(ctx.user_id, list(req.participant_ids))
+        room = ctx.state.start_dm(ctx.me, list(req.participant_ids))
         return pb.StartDMResponse(room=R.room_pb(room))
 
 
@@ -132,14 +141,14 @@ def _cursor(req) -> tuple[str, str | None]:
 def get_room_events(ctx: Ctx, req) -> pb.GetRoomEventsResponse:
     s = ctx.state
     with s.lock:
-        room = s._member_room(ctx.user_id, req.room_id)
+        room = s._member_room(ctx.me, req.room_id)
         mode, cur = _cursor(req)
-        page, _ = R.room_page(s, ctx.user_id, room, req.limit, mode, cur)
+        page, _ = R.room_page(s, ctx.me, room, req.limit, mode, cur)
         return pb.GetRoomEventsResponse(page=page)
 
 
 def update_typing(ctx: Ctx, req) -> pb.UpdateTypingIndicatorResponse:
-    ctx.state.typing(ctx.user_id, req.room_id, req.thread_root_event_id)
+    ctx.state.typing(ctx.me, req.room_id, req.thread_root_event_id)
     return pb.UpdateTypingIndicatorResponse(updated=True)
 
 
@@ -147,7 +156,7 @@ def create_message(ctx: Ctx, req) -> pb.CreateMessageResponse:
     s = ctx.state
     with s.lock:
         m = s.create_message(
-            ctx.user_id,
+            ctx.me,
             req.room_id,
             req.body,
             thread_root_event_id=req.thread_root_event_id,
@@ -156,26 +165,26 @@ def create_message(ctx: Ctx, req) -> pb.CreateMessageResponse:
             create_thread=req.create_thread,
             attachment_asset_ids=list(req.attachment_asset_ids),
         )
-        return pb.CreateMessageResponse(message=R.message_pb(m, ctx.user_id, s))
+        return pb.CreateMessageResponse(message=R.message_pb(m, ctx.me, s))
 
 
 def update_message(ctx: Ctx, req) -> pb.UpdateMessageResponse:
     s = ctx.state
     with s.lock:
-        m = s.update_message(ctx.user_id, req.room_id, req.event_id, req.body if req.HasField("body") else None)
-        return pb.UpdateMessageResponse(message=R.message_pb(m, ctx.user_id, s))
+        m = s.update_message(ctx.me, req.room_id, req.event_id, req.body if req.HasField("body") else None)
+        return pb.UpdateMessageResponse(message=R.message_pb(m, ctx.me, s))
 
 
 def delete_message(ctx: Ctx, req) -> pb.DeleteMessageResponse:
-    ctx.state.delete_message(ctx.user_id, req.room_id, req.event_id)
+    ctx.state.delete_message(ctx.me, req.room_id, req.event_id)
     return pb.DeleteMessageResponse(deleted=True)
 
 
 def get_message(ctx: Ctx, req) -> pb.GetMessageResponse:
     s = ctx.state
     with s.lock:
-        m = s.get_message(ctx.user_id, req.room_id, req.event_id)
-        return pb.GetMessageResponse(message=R.message_pb(m, ctx.user_id, s))
+        m = s.get_message(ctx.me, req.room_id, req.event_id)
+        return pb.GetMessageResponse(message=R.message_pb(m, ctx.me, s))
 
 
 def _reaction(m, emoji: str, viewer: str) -> pb.MessageReaction | None:
@@ -188,9 +197,9 @@ def _reaction(m, emoji: str, viewer: str) -> pb.MessageReaction | None:
 def _react(ctx: Ctx, req, add: bool):
     s = ctx.state
     with s.lock:
-        changed, m = s.react(ctx.user_id, req.room_id, req.message_event_id, req.emoji, add)
+        changed, m = s.react(ctx.me, req.room_id, req.message_event_id, req.emoji, add)
         out = pb.AddReactionResponse(added=changed) if add else pb.RemoveReactionResponse(removed=changed)
-        r = _reaction(m, req.emoji, ctx.user_id)
+        r = _reaction(m, req.emoji, ctx.me)
         if r is not None:
             out.reaction.CopyFrom(r)
         return out
@@ -207,16 +216,16 @@ def remove_reaction(ctx: Ctx, req) -> pb.RemoveReactionResponse:
 def get_thread_events(ctx: Ctx, req) -> pb.GetThreadEventsResponse:
     s = ctx.state
     with s.lock:
-        room, root = s.thread_root(ctx.user_id, req.room_id, req.thread_root_event_id)
+        room, root = s.thread_root(ctx.me, req.room_id, req.thread_root_event_id)
         mode, cur = _cursor(req)
-        return pb.GetThreadEventsResponse(page=R.thread_page(s, ctx.user_id, room, root, req.limit, mode, cur))
+        return pb.GetThreadEventsResponse(page=R.thread_page(s, ctx.me, room, root, req.limit, mode, cur))
 
 
 def get_thread_events_around(ctx: Ctx, req) -> pb.GetThreadEventsAroundResponse:
     s = ctx.state
     with s.lock:
-        room, root = s.thread_root(ctx.user_id, req.room_id, req.thread_root_event_id)
-        page, idx = R.thread_page_around(s, ctx.user_id, room, root, req.event_id, req.limit)
+        room, root = s.thread_root(ctx.me, req.room_id, req.thread_root_event_id)
+        page, idx = R.thread_page_around(s, ctx.me, room, root, req.event_id, req.limit)
         return pb.GetThreadEventsAroundResponse(page=page, target_index=idx)
 
 
@@ -246,7 +255,7 @@ def get_user(ctx: Ctx, req) -> pb.GetUserResponse:
 
 API = "chatto.api.v1."
 #: procedure path → (request class, handler, public)
-METHODS: dict[str, tuple[type, Callable[[Ctx, Any], Any], bool]] = {
+METHODS: dict[str, tuple[type[Message], Callable[[Ctx, Any], Any], bool]] = {
     "chatto.discovery.v1.ServerDiscoveryService/GetServer": (pb.GetServerRequest, get_server, True),
     API + "ViewerService/GetViewer": (pb.GetViewerRequest, get_viewer, False),
     API + "RoomDirectoryService/ListRooms": (pb.ListRoomsRequest, list_rooms, False),

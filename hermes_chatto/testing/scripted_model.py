@@ -459,7 +459,7 @@ class _Handler(BaseHTTPRequestHandler):
         req.n, req.scripted = n, scripted
         text = r.get("content") or ""
         now_ms = int(time.time() * 1000)
-        calls = [
+        calls: list[dict[str, Any]] = [
             {
                 "id": f"call_{n}_{i}",
                 "type": "function",

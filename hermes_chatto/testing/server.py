@@ -30,13 +30,17 @@ import threading
 from collections import namedtuple
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hermes_chatto.wire.types import ChattoMessage, message_from_pb, user_from_pb
 
 from . import render as R
-from .realtime import Hub, close_frame, error_frame, realtime_endpoint, ws_code_for
+from .realtime import Conn, Hub, close_frame, error_frame, realtime_endpoint, ws_code_for
 from .rpc import api_not_found, connect_endpoint
 from .state import BOT_USUAL_PERMISSIONS, ChattoState, Clock, MsgRec, UserRec
+
+if TYPE_CHECKING:  # pragma: no cover - uvicorn is imported when the server starts
+    import uvicorn
 
 #: One recorded RPC: ``method`` is the procedure path after ``/api/connect/``
 #: (e.g. ``"chatto.api.v1.MessageService/CreateMessage"``), ``token`` the bearer or ``None``.
@@ -119,9 +123,9 @@ class LocalChatto:
         self._faults: list[RpcFault] = []
         self._fault_lock = threading.Lock()
         self._cond = threading.Condition()
-        self._live: dict[int, object] = {}
+        self._live: dict[int, Conn] = {}
         self._thread: threading.Thread | None = None
-        self._uvicorn = None
+        self._uvicorn: uvicorn.Server | None = None
         self.host: str | None = None
         self.port: int | None = None
         self.state_path = os.fspath(state_path) if state_path is not None else None

@@ -830,6 +830,7 @@ class ChattoState:
                 if f.kind == "thread_created":
                     f.root = self.view(root if root is not None else msg)
                 elif f.kind == "reply_posted":
+                    assert root is not None  # reply_posted is emitted only for a reply (root set)
                     f.msg = self.view(msg)
                     f.root = self.view(root)
                 else:
@@ -1005,19 +1006,19 @@ class ChattoState:
             self.facts = []
             self.users = {}
             for u in data["users"]:
-                rec = UserRec(**u)
-                rec.server_grants = set(rec.server_grants)
-                self.users[rec.id] = rec
+                user = UserRec(**u)
+                user.server_grants = set(user.server_grants)
+                self.users[user.id] = user
             self.rooms = {}
             for r in data["rooms"]:
-                rec = RoomRec(**r)
-                rec.grants = {k: set(v) for k, v in rec.grants.items()}
-                rec.denies = {k: set(v) for k, v in rec.denies.items()}
-                rec.unread = set(rec.unread)
-                self.rooms[rec.id] = rec
+                room = RoomRec(**r)
+                room.grants = {k: set(v) for k, v in room.grants.items()}
+                room.denies = {k: set(v) for k, v in room.denies.items()}
+                room.unread = set(room.unread)
+                self.rooms[room.id] = room
             self.rows = {r["id"]: RowRec(**r) for r in data["rows"]}
             self.messages = {}
             for m in data["messages"]:
-                rec = MsgRec(**m)
-                rec.thread_unread = set(rec.thread_unread)
-                self.messages[rec.id] = rec
+                msg = MsgRec(**m)
+                msg.thread_unread = set(msg.thread_unread)
+                self.messages[msg.id] = msg
