@@ -528,15 +528,50 @@ async def run_doctor(
     ``settings``: use these instead of resolving the profile configuration; ``home``: the
     Hermes home to read (default: the current one); ``environ``: overriding variables
     (default ``os.environ``); ``transport`` / ``ws_connect``: injected HTTP transport and
-    WebSocket factory (tests). Timeouts in seconds.
+    WebSocket factory (tests). Timeouts in seconds. The checks run in order (config, server,
+    bot key, rooms, realtime); one whose failure makes the next meaningless ends the report.
     """
     from hermes_chatto.wire.connect import ChattoClient
-    from hermes_chatto.wire.errors import ChattoCredentialError, ChattoError, ChattoNotAServerError
 
     report = DoctorReport()
+    settings = _profile_checks(report, settings, home, environ)
+    if settings is None or not settings.configured:
+        return report
+    report.url = settings.url
+    key = settings.bot_key
+
+    server_check, supported, reachable = await _server_check(settings, transport, http_timeout)
+    report.checks.append(server_check)
+    if not reachable:
+        return report
+    client = ChattoClient(settings.url, key, timeout=http_timeout, transport=transport, read_retries=0)
+    try:
+        key_check, authenticated = await _bot_key_check(client, settings, supported)
+        report.checks.append(key_check)
+        if not authenticated:
+            return report
+        report.checks += await _rooms_checks(client, settings)
+    finally:
+        await client.aclose()
+
+    probe = await realtime_probe(settings.url, key, connect=ws_connect, timeout=realtime_timeout)
+    report.checks.append(_realtime_check(probe))
+    return report
+
+
+def _profile_checks(
+    report: DoctorReport,
+    settings: ChattoSettings | None,
+    home: str | os.PathLike | None,
+    environ: dict[str, str] | None,
+) -> ChattoSettings | None:
+    """Resolve the profile's settings (unless given) and append the config check, and the
+    auth check when the profile was read; sets ``report.hermes_home``. Returns the settings,
+    ``None`` when they do not load."""
     origins: dict[str, str] = {}
     extra: dict[str, Any] = {}
     err: ChattoConfigError | None = None
+    auth: Check | None = None
     if settings is None:
         with profile_scope(home, environ=environ) as origins:
             report.hermes_home = str(compat.hermes_home())
@@ -548,32 +583,30 @@ async def run_doctor(
             auth = _auth_check(settings, origins, extra) if settings is not None else None
     else:
         report.hermes_home = str(compat.hermes_home())
-        auth = None
     report.checks += _config_check(err, settings, origins, extra)
-    if settings is None or not settings.configured:
-        return report
-    if auth is not None:
+    if settings is not None and settings.configured and auth is not None:
         report.checks.append(auth)
-    report.url = settings.url
-    key = settings.bot_key
+    return settings
 
-    # -- server ------------------------------------------------------------------------
+
+async def _server_check(
+    settings: ChattoSettings, transport: Any, http_timeout: float
+) -> tuple[Check, bool | None, bool]:
+    """Unauthenticated ``GetServer``: ``(check, supports_bot_accounts, reachable)``; the
+    later checks are skipped when the server is not ``reachable``."""
+    from hermes_chatto.wire.connect import ChattoClient
+    from hermes_chatto.wire.errors import ChattoError, ChattoNotAServerError
+
     t0 = time.perf_counter()
     try:
         async with ChattoClient(settings.url, None, timeout=http_timeout, transport=transport, read_retries=0) as anon:
             server = await anon.get_server()
     except ChattoNotAServerError as exc:
-        report.checks.append(
-            Check(
-                "server",
-                FAIL,
-                f"not a Chatto server / wrong URL: {settings.url} answered without a Connect "
-                f"JSON response ({exc.http_status or '?'})",
-                FIX_URL,
-                _elapsed(t0),
-            )
+        detail = (
+            f"not a Chatto server / wrong URL: {settings.url} answered without a Connect "
+            f"JSON response ({exc.http_status or '?'})"
         )
-        return report
+        return Check("server", FAIL, detail, FIX_URL, _elapsed(t0)), None, False
     except ChattoError as exc:
         hint = plain_http_hint(settings.url, exc)
         fix = (
@@ -581,125 +614,93 @@ async def run_doctor(
             if hint
             else "check the URL, DNS and firewall, and that the Chatto server is running; " + FIX_URL
         )
-        report.checks.append(Check("server", FAIL, f"cannot reach {settings.url}: {exc}", fix, _elapsed(t0)))
-        return report
+        return Check("server", FAIL, f"cannot reach {settings.url}: {exc}", fix, _elapsed(t0)), None, False
     supported = supports_bot_accounts(server.version)
     if supported is False:
-        report.checks.append(
-            Check(
-                "server",
-                FAIL,
-                f"Chatto {server.version} ('{server.name}'): {MSG_PROTOCOL_1}",
-                FIX_UPGRADE,
-                _elapsed(t0),
-            )
+        check = Check(
+            "server", FAIL, f"Chatto {server.version} ('{server.name}'): {MSG_PROTOCOL_1}", FIX_UPGRADE, _elapsed(t0)
         )
     elif supported is None:
-        report.checks.append(
-            Check(
-                "server",
-                WARN,
-                f"Chatto '{server.name}' reports version {server.version!r} "
-                "(not semver); the realtime check decides the protocol",
-                "nothing, if the realtime check passes",
-                _elapsed(t0),
-            )
+        check = Check(
+            "server",
+            WARN,
+            f"Chatto '{server.name}' reports version {server.version!r} "
+            "(not semver); the realtime check decides the protocol",
+            "nothing, if the realtime check passes",
+            _elapsed(t0),
         )
     else:
-        report.checks.append(Check("server", PASS, f"Chatto {server.version} ('{server.name}')", "", _elapsed(t0)))
+        check = Check("server", PASS, f"Chatto {server.version} ('{server.name}')", "", _elapsed(t0))
+    return check, supported, True
 
-    # -- bot key -----------------------------------------------------------------------
-    client = ChattoClient(settings.url, key, timeout=http_timeout, transport=transport, read_retries=0)
+
+async def _bot_key_check(client: Any, settings: ChattoSettings, supported: bool | None) -> tuple[Check, bool]:
+    """``GetViewer`` with the bot key: ``(check, authenticated)``; the room checks are
+    skipped when the key is not ``authenticated``."""
+    from hermes_chatto.wire.errors import ChattoCredentialError, ChattoError
+
+    t0 = time.perf_counter()
     try:
-        t0 = time.perf_counter()
-        try:
-            viewer = await client.get_viewer()
-        except ChattoCredentialError:
-            report.checks.append(
-                Check(
-                    "bot key",
-                    FAIL,
-                    "the server rejected CHATTO_BOT_KEY (unauthenticated): the key was rotated, "
-                    "deleted or mistyped"
-                    + ("" if supported is not False else "; this server version has no bot accounts"),
-                    FIX_KEY if supported is not False else FIX_UPGRADE,
-                    _elapsed(t0),
-                )
-            )
-            return report
-        except ChattoError as exc:
-            report.checks.append(
-                Check("bot key", FAIL, f"GetViewer failed: {exc}", "check the server logs; retry", _elapsed(t0))
-            )
-            return report
-        user = viewer.user
-        who = f"@{user.login or '?'} ({user.id})"
-        if not user.is_bot:
-            report.checks.append(
-                Check(
-                    "bot key",
-                    FAIL,
-                    f"the key authenticates {who}, which is not a bot account",
-                    "create a bot account in Chatto and use its API key (cht_BK_…) as CHATTO_BOT_KEY",
-                    _elapsed(t0),
-                )
-            )
-        elif settings.bot_user_id and user.id != settings.bot_user_id:
-            report.checks.append(
-                Check("bot key", WARN, f"bot {who}, but the key names {settings.bot_user_id}", FIX_KEY, _elapsed(t0))
-            )
-        else:
-            report.checks.append(Check("bot key", PASS, f"bot {who}", "", _elapsed(t0)))
+        viewer = await client.get_viewer()
+    except ChattoCredentialError:
+        detail = "the server rejected CHATTO_BOT_KEY (unauthenticated): the key was rotated, deleted or mistyped" + (
+            "" if supported is not False else "; this server version has no bot accounts"
+        )
+        return Check("bot key", FAIL, detail, FIX_KEY if supported is not False else FIX_UPGRADE, _elapsed(t0)), False
+    except ChattoError as exc:
+        return Check("bot key", FAIL, f"GetViewer failed: {exc}", "check the server logs; retry", _elapsed(t0)), False
+    user = viewer.user
+    who = f"@{user.login or '?'} ({user.id})"
+    if not user.is_bot:
+        return Check(
+            "bot key",
+            FAIL,
+            f"the key authenticates {who}, which is not a bot account",
+            "create a bot account in Chatto and use its API key (cht_BK_…) as CHATTO_BOT_KEY",
+            _elapsed(t0),
+        ), True
+    if settings.bot_user_id and user.id != settings.bot_user_id:
+        return Check(
+            "bot key", WARN, f"bot {who}, but the key names {settings.bot_user_id}", FIX_KEY, _elapsed(t0)
+        ), True
+    return Check("bot key", PASS, f"bot {who}", "", _elapsed(t0)), True
 
-        # -- rooms ---------------------------------------------------------------------
-        t0 = time.perf_counter()
-        try:
-            rooms = await client.list_rooms()
-        except ChattoError as exc:
-            report.checks.append(
-                Check("rooms", FAIL, f"ListRooms failed: {exc}", "retry; check the server logs", _elapsed(t0))
-            )
-            rooms = None
-        if rooms is not None:
-            member = [r for r in rooms if r.is_member and not r.archived]
-            channels = sum(1 for r in member if not r.is_dm)
-            dms = len(member) - channels
-            summary = f"member of {len(member)} room(s): {channels} channel(s), {dms} DM(s)"
-            if not member:
-                report.checks.append(
-                    Check(
-                        "rooms",
-                        WARN,
-                        "the bot is a member of no room; it hears nothing",
-                        "add the bot to a channel (or DM it) in Chatto; a server-scope "
-                        "room.join grant makes it a member of every universal room",
-                        _elapsed(t0),
-                    )
-                )
-            elif len(member) > MAX_RETAINED_ROOMS:
-                report.checks.append(
-                    Check(
-                        "rooms",
-                        WARN,
-                        f"{summary}: more than {MAX_RETAINED_ROOMS}; realtime delivers messages of at most "
-                        f"{MAX_RETAINED_ROOMS} rooms per socket, the rest are polled",
-                        "remove the bot from rooms it does not serve, or list the important ones in "
-                        "CHATTO_RETAINED_ROOMS",
-                        _elapsed(t0),
-                    )
-                )
-            else:
-                report.checks.append(Check("rooms", PASS, summary, "", _elapsed(t0)))
-            for room in member:
-                report.checks.append(_room_check(room, settings))
-            report.checks += _room_ref_checks(settings, member)
-    finally:
-        await client.aclose()
 
-    # -- realtime ----------------------------------------------------------------------
-    probe = await realtime_probe(settings.url, key, connect=ws_connect, timeout=realtime_timeout)
-    report.checks.append(_realtime_check(probe))
-    return report
+async def _rooms_checks(client: Any, settings: ChattoSettings) -> list[Check]:
+    """``ListRooms``: the summary check, one check per member room, and the checks of the
+    rooms the settings name."""
+    from hermes_chatto.wire.errors import ChattoError
+
+    t0 = time.perf_counter()
+    try:
+        rooms = await client.list_rooms()
+    except ChattoError as exc:
+        return [Check("rooms", FAIL, f"ListRooms failed: {exc}", "retry; check the server logs", _elapsed(t0))]
+    member = [r for r in rooms if r.is_member and not r.archived]
+    channels = sum(1 for r in member if not r.is_dm)
+    dms = len(member) - channels
+    summary = f"member of {len(member)} room(s): {channels} channel(s), {dms} DM(s)"
+    if not member:
+        check = Check(
+            "rooms",
+            WARN,
+            "the bot is a member of no room; it hears nothing",
+            "add the bot to a channel (or DM it) in Chatto; a server-scope "
+            "room.join grant makes it a member of every universal room",
+            _elapsed(t0),
+        )
+    elif len(member) > MAX_RETAINED_ROOMS:
+        check = Check(
+            "rooms",
+            WARN,
+            f"{summary}: more than {MAX_RETAINED_ROOMS}; realtime delivers messages of at most "
+            f"{MAX_RETAINED_ROOMS} rooms per socket, the rest are polled",
+            "remove the bot from rooms it does not serve, or list the important ones in CHATTO_RETAINED_ROOMS",
+            _elapsed(t0),
+        )
+    else:
+        check = Check("rooms", PASS, summary, "", _elapsed(t0))
+    return [check] + [_room_check(room, settings) for room in member] + _room_ref_checks(settings, member)
 
 
 def _realtime_check(p: RealtimeProbe) -> Check:
