@@ -75,8 +75,15 @@ def _setup() -> None:
     setup_fn()
 
 
-async def _standalone_send(pconfig: Any, chat_id: str, message: str, *, thread_id: str | None = None,
-                           media_files: Any = None, force_document: bool = False) -> dict:
+async def _standalone_send(
+    pconfig: Any,
+    chat_id: str,
+    message: str,
+    *,
+    thread_id: str | None = None,
+    media_files: Any = None,
+    force_document: bool = False,
+) -> dict:
     """``standalone_sender_fn`` for cron / ``hermes send`` when no gateway runs in this
     process: :func:`hermes_chatto.adapter.standalone.send_standalone` (a short-lived client
     with the profile's settings, then the same send path as a reply: byte split, one
@@ -106,8 +113,11 @@ async def _standalone_send(pconfig: Any, chat_id: str, message: str, *, thread_i
     assert report is not None  # a room looked up by id is never "no match"
     out: dict[str, Any]
     if report.ok:
-        out = {"success": True, "message_id": report.sent_ids[-1] if report.sent_ids else None,
-               "message_ids": list(report.sent_ids)}
+        out = {
+            "success": True,
+            "message_id": report.sent_ids[-1] if report.sent_ids else None,
+            "message_ids": list(report.sent_ids),
+        }
     else:
         out = {"error": report.describe(), "message_ids": list(report.sent_ids)}
     if media_files:
@@ -175,18 +185,18 @@ def register(ctx: Any) -> None:
 
             register_tools(ctx)
         except Exception as e:  # a tool problem must not take the platform down
-            import logging
+            from .logs import get_logger
 
-            logging.getLogger("hermes_chatto").warning("chatto_send_message not registered: %s", e)
+            get_logger(__name__).warning("chatto_send_message not registered: %s", e)
     if callable(getattr(ctx, "register_cli_command", None)):
         try:
             from .cli import register_cli
         except ImportError:
-            register_cli = None
-        if register_cli is not None:
+            pass
+        else:
             try:
                 register_cli(ctx)
             except Exception as e:
-                import logging
+                from .logs import get_logger
 
-                logging.getLogger("hermes_chatto").warning("hermes chatto CLI not registered: %s", e)
+                get_logger(__name__).warning("hermes chatto CLI not registered: %s", e)

@@ -25,8 +25,10 @@ from hermes_chatto.doctor import REALTIME_TIMEOUT
 
 HELP = "Chatto platform: doctor (diagnose), setup, settings table"
 #: Shown by ``hermes chatto --help`` / ``hermes-chatto --help`` above the subcommand list.
-DESCRIPTION = ("Chatto platform plugin for Hermes: a Hermes agent as a Chatto bot account.\n"
-               "Start with `setup` (server URL and bot key), then `doctor` to check everything.")
+DESCRIPTION = (
+    "Chatto platform plugin for Hermes: a Hermes agent as a Chatto bot account.\n"
+    "Start with `setup` (server URL and bot key), then `doctor` to check everything."
+)
 DIST_NAME = "hermes-chatto"
 
 
@@ -43,25 +45,41 @@ def package_version() -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Populate ``parser`` (top-level or the host's ``hermes chatto`` subparser)."""
-    parser.add_argument("--version", action="version", version=f"{DIST_NAME} {package_version()}",
-                        help="print the hermes-chatto version and exit")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"{DIST_NAME} {package_version()}",
+        help="print the hermes-chatto version and exit",
+    )
     parser.set_defaults(chatto_parser=parser)
     subs = parser.add_subparsers(dest="chatto_command", title="commands", metavar="COMMAND")
-    d = subs.add_parser("doctor", help="check URL, key, server version, room permissions and realtime",
-                        description="Diagnose the Chatto configuration: URL and bot key, server version, the "
-                                    "bot's permissions per room and the realtime connection. Exit 0 when no "
-                                    "check fails, else 1.")
+    d = subs.add_parser(
+        "doctor",
+        help="check URL, key, server version, room permissions and realtime",
+        description="Diagnose the Chatto configuration: URL and bot key, server version, the "
+        "bot's permissions per room and the realtime connection. Exit 0 when no "
+        "check fails, else 1.",
+    )
     d.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    d.add_argument("--home", default=None,
-                   help="Hermes home (profile directory) to read; default: the current profile")
-    d.add_argument("--timeout", type=float, default=REALTIME_TIMEOUT,
-                   help=f"seconds to wait for realtime caught_up (default {REALTIME_TIMEOUT:.0f})")
-    subs.add_parser("setup", help="interactive setup: server URL and bot key, validated live",
-                    description="Ask for the Chatto server URL and the bot's API key, check them against "
-                                "the server and save them (the same wizard as `hermes gateway setup`).")
-    subs.add_parser("settings", help="print the settings table (attribute, env var, config.yaml key)",
-                    description="Print every setting of the plugin as a Markdown table: attribute, "
-                                "environment variable, config.yaml key, default.")
+    d.add_argument("--home", default=None, help="Hermes home (profile directory) to read; default: the current profile")
+    d.add_argument(
+        "--timeout",
+        type=float,
+        default=REALTIME_TIMEOUT,
+        help=f"seconds to wait for realtime caught_up (default {REALTIME_TIMEOUT:.0f})",
+    )
+    subs.add_parser(
+        "setup",
+        help="interactive setup: server URL and bot key, validated live",
+        description="Ask for the Chatto server URL and the bot's API key, check them against "
+        "the server and save them (the same wizard as `hermes gateway setup`).",
+    )
+    subs.add_parser(
+        "settings",
+        help="print the settings table (attribute, env var, config.yaml key)",
+        description="Print every setting of the plugin as a Markdown table: attribute, "
+        "environment variable, config.yaml key, default.",
+    )
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -108,8 +126,9 @@ def register_cli(ctx) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point (``hermes-chatto``, ``python -m hermes_chatto``)."""
-    parser = argparse.ArgumentParser(prog="hermes-chatto", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="hermes-chatto", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_arguments(parser)
     args = parser.parse_args(argv)
     return dispatch(args)

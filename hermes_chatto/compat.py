@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 import os
 from types import SimpleNamespace
 from typing import Any
+
+from .logs import get_logger
 
 
 def get_secret(name: str, default: str | None = None) -> str | None:
@@ -24,7 +25,7 @@ def get_secret(name: str, default: str | None = None) -> str | None:
     multiplexing, built unscoped); else ``os.environ`` when Hermes is absent.
     """
     try:
-        from gateway.platforms._shared import get_scoped_secret  # type: ignore[import-not-found]
+        from gateway.platforms._shared import get_scoped_secret
     except Exception:
         get_scoped_secret = None
     if get_scoped_secret is not None:
@@ -33,7 +34,8 @@ def get_secret(name: str, default: str | None = None) -> str | None:
         except Exception:
             pass
     try:
-        from agent.secret_scope import UnscopedSecretError, get_secret as _get
+        from agent.secret_scope import UnscopedSecretError
+        from agent.secret_scope import get_secret as _get
     except Exception:
         return os.environ.get(name, default)
     try:
@@ -57,7 +59,7 @@ def scope_key() -> str:
     """Cache key of the current profile scope: ``hermes_constants.hermes_home_key()`` when
     the host has it, else the normcased resolved Hermes home (0.19.0)."""
     try:
-        from hermes_constants import hermes_home_key  # type: ignore[attr-defined]
+        from hermes_constants import hermes_home_key
 
         return str(hermes_home_key())
     except Exception:
@@ -163,7 +165,7 @@ def session_key(adapter: Any, source: Any) -> str:
 # sessions. Checked on hermes-agent 0.19.0 (``peek_session_id``, ``_entries``, ``_lock``,
 # ``_should_reset``, ``_db.get_session``); newer hosts offer ``lookup_by_session_key``.
 
-_session_log = logging.getLogger("hermes_chatto.compat")
+_session_log = get_logger("hermes_chatto.compat")
 
 
 def session_id_for(session_store: Any, session_key: str) -> str | None:
@@ -276,8 +278,12 @@ _BASE = "gateway.platforms.base:BasePlatformAdapter"
 _STORE = "gateway.session:SessionStore"
 
 HOST_PRIVATES: tuple[HostPrivate, ...] = (
-    HostPrivate(_BASE, "_pending_messages", "dict",
-                why="guard key -> queued follow-up: edits of a queued message, orphan rescue"),
+    HostPrivate(
+        _BASE,
+        "_pending_messages",
+        "dict",
+        why="guard key -> queued follow-up: edits of a queued message, orphan rescue",
+    ),
     HostPrivate(_BASE, "_active_sessions", "dict", why="guard key -> interrupt event: which turns run"),
     HostPrivate(_BASE, "_session_tasks", "dict", why="guard key -> turn task: whether an orphan has an owner"),
     HostPrivate(_BASE, "_session_store", "attr", why="set by set_session_store(); session lookups, rewind"),
@@ -286,32 +292,42 @@ HOST_PRIVATES: tuple[HostPrivate, ...] = (
     HostPrivate(_BASE, "_mark_connected", "method"),
     HostPrivate(_BASE, "_mark_disconnected", "method"),
     HostPrivate(_BASE, "_is_sender_authorized", "method", ("user_id", "chat_type", "chat_id")),
-    HostPrivate("gateway.run:GatewayRunner", "_evict_cached_agent", "method", ("session_key",),
-                why="what /undo does after a rewind: the next turn rebuilds from the transcript"),
+    HostPrivate(
+        "gateway.run:GatewayRunner",
+        "_evict_cached_agent",
+        "method",
+        ("session_key",),
+        why="what /undo does after a rewind: the next turn rebuilds from the transcript",
+    ),
     # SessionStore internals read by session_id_for (0.19.0 has no public lookup that
     # neither creates a session nor ignores a pending reset)
     HostPrivate(_STORE, "_entries", "store dict", why="session key -> SessionEntry, read under _lock"),
     HostPrivate(_STORE, "_lock", "store attr", why="guards _entries"),
     HostPrivate(_STORE, "_db", "store attr", why="SessionDB: get_session rows for compression lineage"),
-    HostPrivate(_STORE, "_should_reset", "method", ("entry", "source"),
-                why="idle/daily reset the runner applies on the next turn"),
+    HostPrivate(
+        _STORE,
+        "_should_reset",
+        "method",
+        ("entry", "source"),
+        why="idle/daily reset the runner applies on the next turn",
+    ),
 )
 
 
 def pending_messages(adapter: Any) -> dict[str, Any]:
     """``BasePlatformAdapter._pending_messages`` (0.19.0): guard key → queued ``MessageEvent``."""
-    return adapter._pending_messages  # type: ignore[no-any-return]
+    return adapter._pending_messages
 
 
 def active_sessions(adapter: Any) -> dict[str, Any]:
     """``BasePlatformAdapter._active_sessions`` (0.19.0): guard key → interrupt ``asyncio.Event``
     of the turn running for it."""
-    return adapter._active_sessions  # type: ignore[no-any-return]
+    return adapter._active_sessions
 
 
 def session_tasks(adapter: Any) -> dict[str, Any]:
     """``BasePlatformAdapter._session_tasks`` (0.19.0): guard key → the turn's ``asyncio.Task``."""
-    return adapter._session_tasks  # type: ignore[no-any-return]
+    return adapter._session_tasks
 
 
 def session_store(adapter: Any) -> Any:
@@ -340,11 +356,10 @@ def mark_disconnected(adapter: Any) -> None:
     adapter._mark_disconnected()
 
 
-def is_sender_authorized(adapter: Any, user_id: str | None, chat_type: str | None,
-                         chat_id: str | None) -> bool | None:
+def is_sender_authorized(adapter: Any, user_id: str | None, chat_type: str | None, chat_id: str | None) -> bool | None:
     """``BasePlatformAdapter._is_sender_authorized(user_id, chat_type, chat_id)`` (0.19.0):
     ``False`` only when the runner's check refuses the sender (``None``: no check wired)."""
-    return adapter._is_sender_authorized(user_id, chat_type, chat_id)  # type: ignore[no-any-return]
+    return adapter._is_sender_authorized(user_id, chat_type, chat_id)
 
 
 def evict_cached_agent(adapter: Any, session_key: str) -> bool:

@@ -46,14 +46,15 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from hermes_chatto import compat
+from hermes_chatto.logs import LOGGER_ROOT, get_logger
 
-logger = logging.getLogger("hermes_chatto.config")
-#: Why the platform did not start goes to this logger: Hermes' ``gateway.log`` keeps only
-#: records of loggers named ``gateway.*``, ``hermes_plugins.*`` or ``plugins.platforms.*``
-#: (``hermes_logging.COMPONENT_PREFIXES["gateway"]``), so a ``hermes_chatto.*`` record
-#: would reach ``agent.log`` / ``errors.log`` only, leaving ``gateway.log`` with the host's
-#: generic "adapter creation failed (check dependencies and config)".
-GATEWAY_LOGGER_NAME = "hermes_plugins.chatto"
+logger = get_logger("hermes_chatto.config")
+#: Why the platform did not start goes to this logger, the root of the package's loggers
+#: (:data:`hermes_chatto.logs.LOGGER_ROOT`): Hermes' ``gateway.log`` keeps only records of
+#: loggers named ``gateway.*``, ``hermes_plugins.*`` or ``plugins.platforms.*``
+#: (``hermes_logging.COMPONENT_PREFIXES["gateway"]``); without it ``gateway.log`` would hold
+#: only the host's generic "adapter creation failed (check dependencies and config)".
+GATEWAY_LOGGER_NAME = LOGGER_ROOT
 gateway_logger = logging.getLogger(GATEWAY_LOGGER_NAME)
 
 #: Hermes authorization env names (``PlatformEntry.allowed_users_env`` / ``allow_all_env``).
@@ -233,8 +234,10 @@ def parse_secret(raw: Any) -> SecretStr:
         elif s.startswith("cht_") and not s.startswith("cht_BK_"):
             hint = " (this is not a bot key; create a bot account in Chatto and use its API key)"
         elif s and not s.startswith("cht_"):
-            hint = (" (this looks like a user or session token, not a bot key; create a bot account "
-                    "in Chatto and use its cht_BK_ API key)")
+            hint = (
+                " (this looks like a user or session token, not a bot key; create a bot account "
+                "in Chatto and use its cht_BK_ API key)"
+            )
         raise ValueError(
             "is not a Chatto bot key: expected cht_BK_U<14 letters/digits>.<secret> as shown "
             f"once when the bot was created or its key rotated{hint}"
@@ -357,50 +360,94 @@ class ChattoSettings(BaseSettings):
 
     model_config = SettingsConfigDict(extra="ignore", validate_default=False, frozen=True)
 
-    url: str = _f("", URL_ENV, KIND_URL,
-                  "Base URL of the Chatto server (≥ 0.5.0), http(s), no /api path; a deployment path prefix is kept.")
-    bot_key: SecretStr | None = _f(None, BOT_KEY_ENV, KIND_SECRET,
-                                   "The bot account's API key cht_BK_U…; keep it in the profile's "
-                                   ".env, never in config.yaml.")
-    allowed_users: list[str] = _f([], ALLOWED_USERS_ENV, KIND_LIST,
-                                  "Chatto user ids (U…) allowed to talk to the agent; '*' = everyone. "
-                                  "Hermes authorization reads the env var.")
-    allow_all_users: bool = _f(False, ALLOW_ALL_ENV, KIND_BOOL,
-                               "Allow every Chatto user (skips the allow-list). Hermes "
-                               "authorization reads the env var.")
-    home_channel: str = _f("", HOME_CHANNEL_ENV, KIND_STR,
-                           "Room id for cron / send_message deliveries without a target (/sethome writes it).")
-    home_thread: str = _f("", HOME_THREAD_ENV, KIND_STR,
-                          "Optional thread root event id inside the home channel.")
-    require_mention: bool = _f(True, "CHATTO_REQUIRE_MENTION", KIND_BOOL,
-                               "In channels, only answer messages that @mention the bot (DMs and the "
-                               "bot's threads always answer).")
-    free_response_rooms: list[str] = _f([], "CHATTO_FREE_RESPONSE_ROOMS", KIND_LIST,
-                                        "Room ids or names where the bot answers without a mention.")
-    reply_in_thread: bool = _f(True, "CHATTO_REPLY_IN_THREAD", KIND_BOOL,
-                               "Answer a channel message in a thread under it (DMs have no threads).")
-    ack_reaction: str = _f("eyes", "CHATTO_ACK_REACTION", KIND_STR,
-                           "Reaction shortcode added when a message is accepted; '' or 'off' disables.")
-    done_reaction: str = _f("", "CHATTO_DONE_REACTION", KIND_STR,
-                            "Reaction shortcode added when the answer is delivered; '' (default) disables.")
-    thread_context_window: int = _f(20, "CHATTO_THREAD_CONTEXT_WINDOW", KIND_INT,
-                                    "Max thread messages (count) put in the context block of a "
-                                    "thread turn; 0 disables.",
-                                    ge=0, le=1000)
-    thread_context_max_bytes: int = _f(8000, "CHATTO_THREAD_CONTEXT_MAX_BYTES", KIND_INT,
-                                       "Max UTF-8 bytes of that context block.", ge=0, le=1_000_000)
-    retained_rooms: list[str] = _f([], "CHATTO_RETAINED_ROOMS", KIND_LIST,
-                                   "Rooms (ids or names) to keep on the realtime socket first when "
-                                   "the bot is in more than 64.")
-    wire_log_level: str = _f("WARNING", "CHATTO_WIRE_LOG_LEVEL", KIND_STR,
-                             "Log level of the hermes_chatto.wire loggers (request/frame "
-                             "tracing at DEBUG; keys redacted).")
+    url: str = _f(
+        "",
+        URL_ENV,
+        KIND_URL,
+        "Base URL of the Chatto server (≥ 0.5.0), http(s), no /api path; a deployment path prefix is kept.",
+    )
+    bot_key: SecretStr | None = _f(
+        None,
+        BOT_KEY_ENV,
+        KIND_SECRET,
+        "The bot account's API key cht_BK_U…; keep it in the profile's .env, never in config.yaml.",
+    )
+    allowed_users: list[str] = _f(
+        [],
+        ALLOWED_USERS_ENV,
+        KIND_LIST,
+        "Chatto user ids (U…) allowed to talk to the agent; '*' = everyone. Hermes authorization reads the env var.",
+    )
+    allow_all_users: bool = _f(
+        False,
+        ALLOW_ALL_ENV,
+        KIND_BOOL,
+        "Allow every Chatto user (skips the allow-list). Hermes authorization reads the env var.",
+    )
+    home_channel: str = _f(
+        "",
+        HOME_CHANNEL_ENV,
+        KIND_STR,
+        "Room id for cron / send_message deliveries without a target (/sethome writes it).",
+    )
+    home_thread: str = _f("", HOME_THREAD_ENV, KIND_STR, "Optional thread root event id inside the home channel.")
+    require_mention: bool = _f(
+        True,
+        "CHATTO_REQUIRE_MENTION",
+        KIND_BOOL,
+        "In channels, only answer messages that @mention the bot (DMs and the bot's threads always answer).",
+    )
+    free_response_rooms: list[str] = _f(
+        [], "CHATTO_FREE_RESPONSE_ROOMS", KIND_LIST, "Room ids or names where the bot answers without a mention."
+    )
+    reply_in_thread: bool = _f(
+        True,
+        "CHATTO_REPLY_IN_THREAD",
+        KIND_BOOL,
+        "Answer a channel message in a thread under it (DMs have no threads).",
+    )
+    ack_reaction: str = _f(
+        "eyes",
+        "CHATTO_ACK_REACTION",
+        KIND_STR,
+        "Reaction shortcode added when a message is accepted; '' or 'off' disables.",
+    )
+    done_reaction: str = _f(
+        "",
+        "CHATTO_DONE_REACTION",
+        KIND_STR,
+        "Reaction shortcode added when the answer is delivered; '' (default) disables.",
+    )
+    thread_context_window: int = _f(
+        20,
+        "CHATTO_THREAD_CONTEXT_WINDOW",
+        KIND_INT,
+        "Max thread messages (count) put in the context block of a thread turn; 0 disables.",
+        ge=0,
+        le=1000,
+    )
+    thread_context_max_bytes: int = _f(
+        8000, "CHATTO_THREAD_CONTEXT_MAX_BYTES", KIND_INT, "Max UTF-8 bytes of that context block.", ge=0, le=1_000_000
+    )
+    retained_rooms: list[str] = _f(
+        [],
+        "CHATTO_RETAINED_ROOMS",
+        KIND_LIST,
+        "Rooms (ids or names) to keep on the realtime socket first when the bot is in more than 64.",
+    )
+    wire_log_level: str = _f(
+        "WARNING",
+        "CHATTO_WIRE_LOG_LEVEL",
+        KIND_STR,
+        "Log level of the hermes_plugins.chatto.wire loggers (request/frame tracing at DEBUG; keys redacted).",
+    )
 
     # -- sources ---------------------------------------------------------------------------
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, env_settings,
-                                   dotenv_settings, file_secret_settings):
+    def settings_customise_sources(
+        cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
+    ):
         # No os.environ / dotenv / secrets-dir reading by pydantic-settings: the profile's
         # scope is the only environment (compat.get_secret), then PlatformConfig.extra.
         return (init_settings, _ScopedEnvSource(settings_cls), _ExtraSource(settings_cls))
@@ -412,8 +459,9 @@ class ChattoSettings(BaseSettings):
             raise ChattoConfigError(_problems_from_validation(exc)) from None
 
     @classmethod
-    def resolve(cls, extra: Mapping[str, Any] | None = None, *,
-                home_channel: tuple[str, str] | None = None, **overrides: Any) -> ChattoSettings:
+    def resolve(
+        cls, extra: Mapping[str, Any] | None = None, *, home_channel: tuple[str, str] | None = None, **overrides: Any
+    ) -> ChattoSettings:
         """Build (uncached) from the current scope + ``extra`` (``PlatformConfig.extra``) +
         ``home_channel`` (``(chat_id, thread_id)`` of ``PlatformConfig.home_channel``).
         Raises :class:`ChattoConfigError`."""
@@ -509,7 +557,7 @@ def _problems_from_validation(exc: ValidationError) -> list[SettingProblem]:
         name = str(loc[0]) if loc else ""
         msg = str(err.get("msg", "invalid"))
         if msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
+            msg = msg[len("Value error, ") :]
         if name in fields:
             env, yaml_key, _kind = _field_meta(name, fields[name])
             problems.append(SettingProblem(name, env, yaml_key, redact(msg)))
@@ -528,9 +576,11 @@ def setting_names(attribute: str) -> tuple[str, str, str]:
 def missing(attribute: str, why: str = "") -> ChattoConfigError:
     """A :class:`ChattoConfigError` for a required-but-unset setting, with the fix."""
     attr, env, yaml_key = setting_names(attribute)
-    where = (f"set {env} in the profile's .env (hermes gateway setup does this)"
-             if attr == "bot_key" else
-             f"set {env} in the profile's .env or {yaml_key} under {YAML_PREFIX} in config.yaml")
+    where = (
+        f"set {env} in the profile's .env (hermes gateway setup does this)"
+        if attr == "bot_key"
+        else f"set {env} in the profile's .env or {yaml_key} under {YAML_PREFIX} in config.yaml"
+    )
     return ChattoConfigError([SettingProblem(attr, env, yaml_key, f"is not set{why}; {where}")])
 
 
@@ -630,8 +680,10 @@ def yaml_extra(home=None) -> dict[str, Any]:
         return {}
     merged: dict[str, Any] = {}
     gw = data.get("gateway") if isinstance(data, dict) else None
-    for src in ((gw or {}).get("platforms") if isinstance(gw, dict) else None,
-                data.get("platforms") if isinstance(data, dict) else None):
+    for src in (
+        (gw or {}).get("platforms") if isinstance(gw, dict) else None,
+        data.get("platforms") if isinstance(data, dict) else None,
+    ):
         if isinstance(src, dict) and isinstance(src.get("chatto"), dict):
             ex = src["chatto"].get("extra")
             if isinstance(ex, dict):
@@ -714,8 +766,7 @@ def cache_size() -> int:
 # ---------------------------------------------------------------------------------------
 
 
-def resolve_room_refs(attribute: str, refs: Iterable[str], rooms: Iterable[Any], *,
-                      strict: bool = True) -> list[str]:
+def resolve_room_refs(attribute: str, refs: Iterable[str], rooms: Iterable[Any], *, strict: bool = True) -> list[str]:
     """Map room ids or names (``#general`` / ``general``, case-insensitive) to room ids.
 
     ``rooms``: objects with ``id`` and ``name`` (``wire.types.ChattoRoom``). Unknown refs
@@ -744,10 +795,16 @@ def resolve_room_refs(attribute: str, refs: Iterable[str], rooms: Iterable[Any],
             out.append(rid)
     if bad and strict:
         attr, env, yaml_key = setting_names(attribute)
-        raise ChattoConfigError([SettingProblem(
-            attr, env, yaml_key,
-            f"unknown room(s) {', '.join(bad)}: use room ids or names of rooms the bot is a member of",
-        )])
+        raise ChattoConfigError(
+            [
+                SettingProblem(
+                    attr,
+                    env,
+                    yaml_key,
+                    f"unknown room(s) {', '.join(bad)}: use room ids or names of rooms the bot is a member of",
+                )
+            ]
+        )
     return out
 
 
@@ -853,11 +910,9 @@ def env_enablement() -> dict | None:
 
 
 def apply_wire_log_level(settings: ChattoSettings) -> None:
-    """Set the level of the ``hermes_chatto.wire`` loggers (request and realtime tracing)
+    """Set the level of the ``hermes_plugins.chatto.wire`` loggers (request and realtime tracing)
     from ``settings.wire_log_level``. Frames are never dumped: the WebSocket library gets
     a logger that refuses DEBUG (``wire.realtime.WS_LOGGER``), because the realtime
     ``hello`` carries the bot key. Process-wide, like every Python logger level: under a
     multiplexed gateway the last profile to connect wins."""
-    import logging
-
-    logging.getLogger("hermes_chatto.wire").setLevel(settings.wire_log_level)
+    get_logger("hermes_chatto.wire").setLevel(settings.wire_log_level)

@@ -37,7 +37,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,11 +72,15 @@ MAX_RETAINED_ROOMS = 64
 REALTIME_TIMEOUT = 35.0
 PROJECTION_CAPABILITY = "chatto.realtime.projection.v1"
 
-FIX_KEY = ("rotate the key in Chatto (bot settings → rotate API key) and update CHATTO_BOT_KEY in "
-           "the profile's .env (hermes gateway setup does both)")
+FIX_KEY = (
+    "rotate the key in Chatto (bot settings → rotate API key) and update CHATTO_BOT_KEY in "
+    "the profile's .env (hermes gateway setup does both)"
+)
 FIX_UPGRADE = "upgrade the Chatto server to ≥ 0.5.0 (bot accounts and realtime protocol 2)"
-FIX_URL = ("set CHATTO_URL (or url under platforms.chatto.extra in config.yaml) to the Chatto "
-           "server's base URL — the address you open in a browser, without /api")
+FIX_URL = (
+    "set CHATTO_URL (or url under platforms.chatto.extra in config.yaml) to the Chatto "
+    "server's base URL — the address you open in a browser, without /api"
+)
 MSG_PROTOCOL_1 = "Chatto 0.4.x speaks realtime protocol 1; bot accounts need ≥ 0.5.0"
 
 _SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
@@ -95,7 +99,7 @@ def plain_http_hint(url: str, error: BaseException | str) -> str:
     text = str(error).upper()
     if not str(url).lower().startswith("https://") or not any(w in text for w in _PLAIN_HTTP_SSL_ERRORS):
         return ""
-    return f"the server speaks plain http: use http://{str(url)[len('https://'):]}"
+    return f"the server speaks plain http: use http://{str(url)[len('https://') :]}"
 
 
 # --------------------------------------------------------------------------- versions
@@ -167,24 +171,29 @@ class DoctorReport:
             if d["elapsed_ms"] is None:
                 d.pop("elapsed_ms")
             checks.append(d)
-        return {"checks": checks, "ok": self.ok, "summary": self.summary(),
-                "hermes_home": self.hermes_home, "url": self.url}
+        return {
+            "checks": checks,
+            "ok": self.ok,
+            "summary": self.summary(),
+            "hermes_home": self.hermes_home,
+            "url": self.url,
+        }
 
     def to_json(self) -> str:
         return redact(json.dumps(self.to_dict(), ensure_ascii=False))
 
     def render_text(self) -> str:
         width = max([len(c.name) for c in self.checks] + [10])
-        lines = [f"Chatto doctor — profile home {self.hermes_home or '?'}"
-                 + (f", server {self.url}" if self.url else "")]
+        lines = [
+            f"Chatto doctor — profile home {self.hermes_home or '?'}" + (f", server {self.url}" if self.url else "")
+        ]
         for c in self.checks:
             timing = f" ({c.elapsed_ms:.0f} ms)" if c.elapsed_ms is not None else ""
             lines.append(f"{c.status.upper():<5} {c.name:<{width}}  {c.detail}{timing}")
             if c.fix and c.status != PASS:
                 lines.append(f"{'':<5} {'':<{width}}  fix: {c.fix}")
         s = self.summary()
-        lines.append(f"Result: {s[FAIL]} failed, {s[WARN]} warnings, {s[PASS]} passed"
-                     + (" — OK" if self.ok else ""))
+        lines.append(f"Result: {s[FAIL]} failed, {s[WARN]} warnings, {s[PASS]} passed" + (" — OK" if self.ok else ""))
         return redact("\n".join(lines))
 
 
@@ -196,8 +205,9 @@ def _setting_envs() -> list[str]:
 
 
 @contextlib.contextmanager
-def profile_scope(home: str | os.PathLike | None = None, *, environ: dict[str, str] | None = None
-                  ) -> Iterator[dict[str, str]]:
+def profile_scope(
+    home: str | os.PathLike | None = None, *, environ: Mapping[str, str] | None = None
+) -> Iterator[dict[str, str]]:
     """Install the profile's secret scope the way the gateway does for a profile
     (``hermes_constants.set_hermes_home_override`` + ``agent.secret_scope.set_secret_scope``
     of ``<home>/.env``), with ``CHATTO_*`` values from ``environ`` (default
@@ -205,7 +215,7 @@ def profile_scope(home: str | os.PathLike | None = None, *, environ: dict[str, s
     each set Chatto variable came from. Without Hermes installed it yields ``{}`` and
     ``compat.get_secret`` reads the process environment.
     """
-    environ = os.environ if environ is None else environ
+    env: Mapping[str, str] = os.environ if environ is None else environ
     home_path = Path(home).expanduser() if home is not None else compat.hermes_home()
     try:
         from agent.secret_scope import load_env_file, reset_secret_scope, set_secret_scope
@@ -216,8 +226,8 @@ def profile_scope(home: str | os.PathLike | None = None, *, environ: dict[str, s
     scope = dict(load_env_file(home_path / ".env"))
     origins = {k: ".env" for k in _setting_envs() if scope.get(k) not in (None, "")}
     for name in _setting_envs():
-        if name in environ and environ[name] != scope.get(name):
-            scope[name] = environ[name]
+        if name in env and env[name] != scope.get(name):
+            scope[name] = env[name]
             origins[name] = "environment"
     # Keep everything else the gateway would see for this profile (other platforms' keys
     # are irrelevant here, but the scope must be authoritative for the Chatto names).
@@ -261,8 +271,9 @@ def realtime_url(base_url: str) -> str:
     return _realtime_url(base_url)
 
 
-async def realtime_probe(base_url: str, token: Any, *, connect: Callable[..., Any] | None = None,
-                         timeout: float = REALTIME_TIMEOUT) -> RealtimeProbe:
+async def realtime_probe(
+    base_url: str, token: Any, *, connect: Callable[..., Any] | None = None, timeout: float = REALTIME_TIMEOUT
+) -> RealtimeProbe:
     """One protocol-2 handshake to ``caught_up`` (spec §3.2) without retained rooms or a
     cursor; closes the socket afterwards. ``token``: bot key (str or SecretStr).
     ``connect`` defaults to :func:`hermes_chatto.wire.realtime.default_connect` (websockets
@@ -283,8 +294,7 @@ async def realtime_probe(base_url: str, token: Any, *, connect: Callable[..., An
 
     async def handshake() -> None:
         try:
-            ws = await connect(realtime_url(base_url), max_size=64 * 1024 * 1024, open_timeout=timeout,
-                               close_timeout=2)
+            ws = await connect(realtime_url(base_url), max_size=64 * 1024 * 1024, open_timeout=timeout, close_timeout=2)
         except Exception as exc:
             res.error_code = "connect_failed"
             res.error_message = f"{type(exc).__name__}: {exc}"
@@ -334,7 +344,7 @@ async def realtime_probe(base_url: str, token: Any, *, connect: Callable[..., An
 
     try:
         await asyncio.wait_for(handshake(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         res.error_code = res.error_code or "timeout"
         res.error_message = res.error_message or f"no caught_up within {timeout:.0f} s"
     return res
@@ -347,11 +357,21 @@ def _elapsed(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000.0, 1)
 
 
-def _config_check(settings_error: ChattoConfigError | None, settings: ChattoSettings | None,
-                  origins: dict[str, str], extra: dict[str, Any]) -> list[Check]:
+def _config_check(
+    settings_error: ChattoConfigError | None,
+    settings: ChattoSettings | None,
+    origins: dict[str, str],
+    extra: dict[str, Any],
+) -> list[Check]:
     if settings_error is not None:
-        return [Check("configuration", FAIL, str(settings_error),
-                      "fix the setting named above (hermes gateway setup writes URL and key)")]
+        return [
+            Check(
+                "configuration",
+                FAIL,
+                str(settings_error),
+                "fix the setting named above (hermes gateway setup writes URL and key)",
+            )
+        ]
     assert settings is not None
     problems = []
     if not settings.url:
@@ -359,8 +379,14 @@ def _config_check(settings_error: ChattoConfigError | None, settings: ChattoSett
     if settings.bot_key is None:
         problems.append(f"{BOT_KEY_ENV} is not set in the profile's .env")
     if problems:
-        return [Check("configuration", FAIL, "; ".join(problems),
-                      "run `hermes gateway setup` (Chatto) or set CHATTO_URL and CHATTO_BOT_KEY in the profile's .env")]
+        return [
+            Check(
+                "configuration",
+                FAIL,
+                "; ".join(problems),
+                "run `hermes gateway setup` (Chatto) or set CHATTO_URL and CHATTO_BOT_KEY in the profile's .env",
+            )
+        ]
 
     def where(env: str, yaml_key: str) -> str:
         if env in origins:
@@ -369,12 +395,18 @@ def _config_check(settings_error: ChattoConfigError | None, settings: ChattoSett
             return f"config.yaml {YAML_PREFIX}.{yaml_key}"
         return "default"
 
-    detail = (f"url {settings.url} ({where(URL_ENV, 'url')}); bot key for {settings.bot_user_id} "
-              f"({where(BOT_KEY_ENV, 'bot_key')}, fingerprint {settings.key_fingerprint()})")
+    detail = (
+        f"url {settings.url} ({where(URL_ENV, 'url')}); bot key for {settings.bot_user_id} "
+        f"({where(BOT_KEY_ENV, 'bot_key')}, fingerprint {settings.key_fingerprint()})"
+    )
     out = [Check("configuration", PASS, detail)]
     if BOT_KEY_ENV not in origins and "bot_key" in extra:
-        out[0] = Check("configuration", WARN, detail + "; the bot key is stored in config.yaml",
-                       "move it to CHATTO_BOT_KEY in the profile's .env and delete bot_key from config.yaml")
+        out[0] = Check(
+            "configuration",
+            WARN,
+            detail + "; the bot key is stored in config.yaml",
+            "move it to CHATTO_BOT_KEY in the profile's .env and delete bot_key from config.yaml",
+        )
     return out
 
 
@@ -394,17 +426,26 @@ def _auth_check(settings: ChattoSettings, origins: dict[str, str], extra: dict[s
         n = len([u for u in (allowed + "," + gw).split(",") if u.strip()])
         return Check("authorization", PASS, f"{n} allowed user id(s) ({ALLOWED_USERS_ENV}/GATEWAY_ALLOWED_USERS)")
     if settings.allowed_users or settings.allow_all_users or "allowed_users" in extra or "allow_all_users" in extra:
-        return Check("authorization", WARN,
-                     "allowed_users/allow_all_users are set in config.yaml, but Hermes authorization reads "
-                     "only the environment",
-                     f"set {ALLOWED_USERS_ENV} (or {ALLOW_ALL_ENV}=true) in the profile's .env")
+        return Check(
+            "authorization",
+            WARN,
+            "allowed_users/allow_all_users are set in config.yaml, but Hermes authorization reads only the environment",
+            f"set {ALLOWED_USERS_ENV} (or {ALLOW_ALL_ENV}=true) in the profile's .env",
+        )
     if allow_all_raw and allow_all_raw not in ("false", "0", "no", "off"):
-        return Check("authorization", WARN, f"{ALLOW_ALL_ENV}={allow_all_raw!r} is not understood by Hermes",
-                     f"use {ALLOW_ALL_ENV}=true")
-    return Check("authorization", WARN,
-                 "no allow-list: unknown users get a pairing code and the agent stays silent until approved",
-                 f"set {ALLOWED_USERS_ENV}=U… (comma list) in the profile's .env, or approve with "
-                 "`hermes pairing approve chatto <CODE>`")
+        return Check(
+            "authorization",
+            WARN,
+            f"{ALLOW_ALL_ENV}={allow_all_raw!r} is not understood by Hermes",
+            f"use {ALLOW_ALL_ENV}=true",
+        )
+    return Check(
+        "authorization",
+        WARN,
+        "no allow-list: unknown users get a pairing code and the agent stays silent until approved",
+        f"set {ALLOWED_USERS_ENV}=U… (comma list) in the profile's .env, or approve with "
+        "`hermes pairing approve chatto <CODE>`",
+    )
 
 
 def _room_label(room: Any) -> str:
@@ -421,8 +462,10 @@ def _room_check(room: Any, settings: ChattoSettings) -> Check:
     name = f"room {label}"
     if not missing:
         return Check(name, PASS, "granted: " + ", ".join(granted))
-    fix = (f"grant {', '.join(missing)} to the bot in Chatto (room settings → permissions; the bot's "
-           "owner must hold them too)")
+    fix = (
+        f"grant {', '.join(missing)} to the bot in Chatto (room settings → permissions; the bot's "
+        "owner must hold them too)"
+    )
     fatal = [p for p in missing if p == PERM_POST or (p == PERM_THREAD and settings.reply_in_thread)]
     consequences = []
     if PERM_POST in missing:
@@ -449,36 +492,86 @@ def _room_ref_checks(settings: ChattoSettings, rooms: list[Any]) -> list[Check]:
             ids = resolve_room_refs(attr, refs, rooms)
             out.append(Check(f"setting {attr}", PASS, f"{len(ids)} room(s) resolved"))
         except ChattoConfigError as exc:
-            out.append(Check(f"setting {attr}", FAIL, str(exc),
-                             "use ids or names of rooms the bot is a member of (see the room lines)"))
+            out.append(
+                Check(
+                    f"setting {attr}",
+                    FAIL,
+                    str(exc),
+                    "use ids or names of rooms the bot is a member of (see the room lines)",
+                )
+            )
     if settings.home_channel:
         try:
             resolve_room_refs("home_channel", [settings.home_channel], rooms)
             out.append(Check("setting home_channel", PASS, f"home channel {settings.home_channel} found"))
         except ChattoConfigError as exc:
-            out.append(Check("setting home_channel", WARN, str(exc),
-                             "run /sethome in the room that should receive cron results"))
+            out.append(
+                Check(
+                    "setting home_channel", WARN, str(exc), "run /sethome in the room that should receive cron results"
+                )
+            )
     return out
 
 
-async def run_doctor(*, settings: ChattoSettings | None = None, home: str | os.PathLike | None = None,
-                     environ: dict[str, str] | None = None, transport: Any = None,
-                     ws_connect: Callable[..., Any] | None = None,
-                     http_timeout: float = 15.0, realtime_timeout: float = REALTIME_TIMEOUT) -> DoctorReport:
+async def run_doctor(
+    *,
+    settings: ChattoSettings | None = None,
+    home: str | os.PathLike | None = None,
+    environ: dict[str, str] | None = None,
+    transport: Any = None,
+    ws_connect: Callable[..., Any] | None = None,
+    http_timeout: float = 15.0,
+    realtime_timeout: float = REALTIME_TIMEOUT,
+) -> DoctorReport:
     """Run every check and return the report (never raises for server/config problems).
 
     ``settings``: use these instead of resolving the profile configuration; ``home``: the
     Hermes home to read (default: the current one); ``environ``: overriding variables
     (default ``os.environ``); ``transport`` / ``ws_connect``: injected HTTP transport and
-    WebSocket factory (tests). Timeouts in seconds.
+    WebSocket factory (tests). Timeouts in seconds. The checks run in order (config, server,
+    bot key, rooms, realtime); one whose failure makes the next meaningless ends the report.
     """
     from hermes_chatto.wire.connect import ChattoClient
-    from hermes_chatto.wire.errors import ChattoCredentialError, ChattoError, ChattoNotAServerError
 
     report = DoctorReport()
+    settings = _profile_checks(report, settings, home, environ)
+    if settings is None or not settings.configured:
+        return report
+    report.url = settings.url
+    key = settings.bot_key
+
+    server_check, supported, reachable = await _server_check(settings, transport, http_timeout)
+    report.checks.append(server_check)
+    if not reachable:
+        return report
+    client = ChattoClient(settings.url, key, timeout=http_timeout, transport=transport, read_retries=0)
+    try:
+        key_check, authenticated = await _bot_key_check(client, settings, supported)
+        report.checks.append(key_check)
+        if not authenticated:
+            return report
+        report.checks += await _rooms_checks(client, settings)
+    finally:
+        await client.aclose()
+
+    probe = await realtime_probe(settings.url, key, connect=ws_connect, timeout=realtime_timeout)
+    report.checks.append(_realtime_check(probe))
+    return report
+
+
+def _profile_checks(
+    report: DoctorReport,
+    settings: ChattoSettings | None,
+    home: str | os.PathLike | None,
+    environ: dict[str, str] | None,
+) -> ChattoSettings | None:
+    """Resolve the profile's settings (unless given) and append the config check, and the
+    auth check when the profile was read; sets ``report.hermes_home``. Returns the settings,
+    ``None`` when they do not load."""
     origins: dict[str, str] = {}
     extra: dict[str, Any] = {}
     err: ChattoConfigError | None = None
+    auth: Check | None = None
     if settings is None:
         with profile_scope(home, environ=environ) as origins:
             report.hermes_home = str(compat.hermes_home())
@@ -490,144 +583,195 @@ async def run_doctor(*, settings: ChattoSettings | None = None, home: str | os.P
             auth = _auth_check(settings, origins, extra) if settings is not None else None
     else:
         report.hermes_home = str(compat.hermes_home())
-        auth = None
     report.checks += _config_check(err, settings, origins, extra)
-    if settings is None or not settings.configured:
-        return report
-    if auth is not None:
+    if settings is not None and settings.configured and auth is not None:
         report.checks.append(auth)
-    report.url = settings.url
-    key = settings.bot_key
+    return settings
 
-    # -- server ------------------------------------------------------------------------
+
+async def _server_check(
+    settings: ChattoSettings, transport: Any, http_timeout: float
+) -> tuple[Check, bool | None, bool]:
+    """Unauthenticated ``GetServer``: ``(check, supports_bot_accounts, reachable)``; the
+    later checks are skipped when the server is not ``reachable``."""
+    from hermes_chatto.wire.connect import ChattoClient
+    from hermes_chatto.wire.errors import ChattoError, ChattoNotAServerError
+
     t0 = time.perf_counter()
     try:
-        async with ChattoClient(settings.url, None, timeout=http_timeout, transport=transport,
-                                read_retries=0) as anon:
+        async with ChattoClient(settings.url, None, timeout=http_timeout, transport=transport, read_retries=0) as anon:
             server = await anon.get_server()
     except ChattoNotAServerError as exc:
-        report.checks.append(Check("server", FAIL,
-                                   f"not a Chatto server / wrong URL: {settings.url} answered without a Connect "
-                                   f"JSON response ({exc.http_status or '?'})", FIX_URL, _elapsed(t0)))
-        return report
+        detail = (
+            f"not a Chatto server / wrong URL: {settings.url} answered without a Connect "
+            f"JSON response ({exc.http_status or '?'})"
+        )
+        return Check("server", FAIL, detail, FIX_URL, _elapsed(t0)), None, False
     except ChattoError as exc:
         hint = plain_http_hint(settings.url, exc)
-        fix = (f"{hint} (set {URL_ENV}, or url under {YAML_PREFIX} in config.yaml)" if hint else
-               "check the URL, DNS and firewall, and that the Chatto server is running; " + FIX_URL)
-        report.checks.append(Check("server", FAIL, f"cannot reach {settings.url}: {exc}", fix, _elapsed(t0)))
-        return report
+        fix = (
+            f"{hint} (set {URL_ENV}, or url under {YAML_PREFIX} in config.yaml)"
+            if hint
+            else "check the URL, DNS and firewall, and that the Chatto server is running; " + FIX_URL
+        )
+        return Check("server", FAIL, f"cannot reach {settings.url}: {exc}", fix, _elapsed(t0)), None, False
     supported = supports_bot_accounts(server.version)
     if supported is False:
-        report.checks.append(Check("server", FAIL, f"Chatto {server.version} ('{server.name}'): {MSG_PROTOCOL_1}",
-                                   FIX_UPGRADE, _elapsed(t0)))
+        check = Check(
+            "server", FAIL, f"Chatto {server.version} ('{server.name}'): {MSG_PROTOCOL_1}", FIX_UPGRADE, _elapsed(t0)
+        )
     elif supported is None:
-        report.checks.append(Check("server", WARN, f"Chatto '{server.name}' reports version {server.version!r} "
-                                   "(not semver); the realtime check decides the protocol",
-                                   "nothing, if the realtime check passes", _elapsed(t0)))
+        check = Check(
+            "server",
+            WARN,
+            f"Chatto '{server.name}' reports version {server.version!r} "
+            "(not semver); the realtime check decides the protocol",
+            "nothing, if the realtime check passes",
+            _elapsed(t0),
+        )
     else:
-        report.checks.append(Check("server", PASS, f"Chatto {server.version} ('{server.name}')", "", _elapsed(t0)))
+        check = Check("server", PASS, f"Chatto {server.version} ('{server.name}')", "", _elapsed(t0))
+    return check, supported, True
 
-    # -- bot key -----------------------------------------------------------------------
-    client = ChattoClient(settings.url, key, timeout=http_timeout, transport=transport, read_retries=0)
+
+async def _bot_key_check(client: Any, settings: ChattoSettings, supported: bool | None) -> tuple[Check, bool]:
+    """``GetViewer`` with the bot key: ``(check, authenticated)``; the room checks are
+    skipped when the key is not ``authenticated``."""
+    from hermes_chatto.wire.errors import ChattoCredentialError, ChattoError
+
+    t0 = time.perf_counter()
     try:
-        t0 = time.perf_counter()
-        try:
-            viewer = await client.get_viewer()
-        except ChattoCredentialError:
-            report.checks.append(Check("bot key", FAIL,
-                                       "the server rejected CHATTO_BOT_KEY (unauthenticated): the key was rotated, "
-                                       "deleted or mistyped" + ("" if supported is not False else
-                                                                 "; this server version has no bot accounts"),
-                                       FIX_KEY if supported is not False else FIX_UPGRADE, _elapsed(t0)))
-            return report
-        except ChattoError as exc:
-            report.checks.append(Check("bot key", FAIL, f"GetViewer failed: {exc}",
-                                       "check the server logs; retry", _elapsed(t0)))
-            return report
-        user = viewer.user
-        who = f"@{user.login or '?'} ({user.id})"
-        if not user.is_bot:
-            report.checks.append(Check("bot key", FAIL, f"the key authenticates {who}, which is not a bot account",
-                                       "create a bot account in Chatto and use its API key (cht_BK_…) as "
-                                       "CHATTO_BOT_KEY", _elapsed(t0)))
-        elif settings.bot_user_id and user.id != settings.bot_user_id:
-            report.checks.append(Check("bot key", WARN, f"bot {who}, but the key names {settings.bot_user_id}",
-                                       FIX_KEY, _elapsed(t0)))
-        else:
-            report.checks.append(Check("bot key", PASS, f"bot {who}", "", _elapsed(t0)))
+        viewer = await client.get_viewer()
+    except ChattoCredentialError:
+        detail = "the server rejected CHATTO_BOT_KEY (unauthenticated): the key was rotated, deleted or mistyped" + (
+            "" if supported is not False else "; this server version has no bot accounts"
+        )
+        return Check("bot key", FAIL, detail, FIX_KEY if supported is not False else FIX_UPGRADE, _elapsed(t0)), False
+    except ChattoError as exc:
+        return Check("bot key", FAIL, f"GetViewer failed: {exc}", "check the server logs; retry", _elapsed(t0)), False
+    user = viewer.user
+    who = f"@{user.login or '?'} ({user.id})"
+    if not user.is_bot:
+        return Check(
+            "bot key",
+            FAIL,
+            f"the key authenticates {who}, which is not a bot account",
+            "create a bot account in Chatto and use its API key (cht_BK_…) as CHATTO_BOT_KEY",
+            _elapsed(t0),
+        ), True
+    if settings.bot_user_id and user.id != settings.bot_user_id:
+        return Check(
+            "bot key", WARN, f"bot {who}, but the key names {settings.bot_user_id}", FIX_KEY, _elapsed(t0)
+        ), True
+    return Check("bot key", PASS, f"bot {who}", "", _elapsed(t0)), True
 
-        # -- rooms ---------------------------------------------------------------------
-        t0 = time.perf_counter()
-        try:
-            rooms = await client.list_rooms()
-        except ChattoError as exc:
-            report.checks.append(Check("rooms", FAIL, f"ListRooms failed: {exc}", "retry; check the server logs",
-                                       _elapsed(t0)))
-            rooms = None
-        if rooms is not None:
-            member = [r for r in rooms if r.is_member and not r.archived]
-            channels = sum(1 for r in member if not r.is_dm)
-            dms = len(member) - channels
-            summary = f"member of {len(member)} room(s): {channels} channel(s), {dms} DM(s)"
-            if not member:
-                report.checks.append(Check("rooms", WARN, "the bot is a member of no room; it hears nothing",
-                                           "add the bot to a channel (or DM it) in Chatto; a server-scope "
-                                           "room.join grant makes it a member of every universal room",
-                                           _elapsed(t0)))
-            elif len(member) > MAX_RETAINED_ROOMS:
-                report.checks.append(Check(
-                    "rooms", WARN,
-                    f"{summary}: more than {MAX_RETAINED_ROOMS}; realtime delivers messages of at most "
-                    f"{MAX_RETAINED_ROOMS} rooms per socket, the rest are polled",
-                    "remove the bot from rooms it does not serve, or list the important ones in "
-                    "CHATTO_RETAINED_ROOMS", _elapsed(t0)))
-            else:
-                report.checks.append(Check("rooms", PASS, summary, "", _elapsed(t0)))
-            for room in member:
-                report.checks.append(_room_check(room, settings))
-            report.checks += _room_ref_checks(settings, member)
-    finally:
-        await client.aclose()
 
-    # -- realtime ----------------------------------------------------------------------
-    probe = await realtime_probe(settings.url, key, connect=ws_connect, timeout=realtime_timeout)
-    report.checks.append(_realtime_check(probe))
-    return report
+async def _rooms_checks(client: Any, settings: ChattoSettings) -> list[Check]:
+    """``ListRooms``: the summary check, one check per member room, and the checks of the
+    rooms the settings name."""
+    from hermes_chatto.wire.errors import ChattoError
+
+    t0 = time.perf_counter()
+    try:
+        rooms = await client.list_rooms()
+    except ChattoError as exc:
+        return [Check("rooms", FAIL, f"ListRooms failed: {exc}", "retry; check the server logs", _elapsed(t0))]
+    member = [r for r in rooms if r.is_member and not r.archived]
+    channels = sum(1 for r in member if not r.is_dm)
+    dms = len(member) - channels
+    summary = f"member of {len(member)} room(s): {channels} channel(s), {dms} DM(s)"
+    if not member:
+        check = Check(
+            "rooms",
+            WARN,
+            "the bot is a member of no room; it hears nothing",
+            "add the bot to a channel (or DM it) in Chatto; a server-scope "
+            "room.join grant makes it a member of every universal room",
+            _elapsed(t0),
+        )
+    elif len(member) > MAX_RETAINED_ROOMS:
+        check = Check(
+            "rooms",
+            WARN,
+            f"{summary}: more than {MAX_RETAINED_ROOMS}; realtime delivers messages of at most "
+            f"{MAX_RETAINED_ROOMS} rooms per socket, the rest are polled",
+            "remove the bot from rooms it does not serve, or list the important ones in CHATTO_RETAINED_ROOMS",
+            _elapsed(t0),
+        )
+    else:
+        check = Check("rooms", PASS, summary, "", _elapsed(t0))
+    return [check] + [_room_check(room, settings) for room in member] + _room_ref_checks(settings, member)
 
 
 def _realtime_check(p: RealtimeProbe) -> Check:
     total = p.caught_up_ms if p.caught_up_ms is not None else None
     if p.caught_up:
         if PROJECTION_CAPABILITY not in p.capabilities:
-            return Check("realtime", WARN, f"caught up, but the server did not announce {PROJECTION_CAPABILITY}",
-                         "upgrade the Chatto server", total)
-        return Check("realtime", PASS,
-                     f"protocol {p.protocol_version}: server hello after {p.hello_ms:.0f} ms, caught_up after "
-                     f"{p.projection_events} projection event(s); heartbeat every "
-                     f"{p.heartbeat_interval_seconds} s", "", total)
+            return Check(
+                "realtime",
+                WARN,
+                f"caught up, but the server did not announce {PROJECTION_CAPABILITY}",
+                "upgrade the Chatto server",
+                total,
+            )
+        return Check(
+            "realtime",
+            PASS,
+            f"protocol {p.protocol_version}: server hello after {p.hello_ms:.0f} ms, caught_up after "
+            f"{p.projection_events} projection event(s); heartbeat every "
+            f"{p.heartbeat_interval_seconds} s",
+            "",
+            total,
+        )
     code = p.error_code
     if code == "unsupported_protocol":
-        return Check("realtime", FAIL, f"{MSG_PROTOCOL_1} (server answered unsupported_protocol to hello v2)",
-                     FIX_UPGRADE, p.hello_ms)
+        return Check(
+            "realtime",
+            FAIL,
+            f"{MSG_PROTOCOL_1} (server answered unsupported_protocol to hello v2)",
+            FIX_UPGRADE,
+            p.hello_ms,
+        )
     if code == "authentication_required":
-        return Check("realtime", FAIL, "the realtime endpoint rejected the bot key (authentication_required)",
-                     FIX_KEY)
+        return Check("realtime", FAIL, "the realtime endpoint rejected the bot key (authentication_required)", FIX_KEY)
     if code in ("catch_up_in_progress", "catch_up_rate_limited", "catch_up_server_busy"):
-        return Check("realtime", WARN, f"server closed the handshake with {code}: another connection of this bot "
-                     "(the running gateway?) is catching up", "retry in a few seconds")
+        return Check(
+            "realtime",
+            WARN,
+            f"server closed the handshake with {code}: another connection of this bot "
+            "(the running gateway?) is catching up",
+            "retry in a few seconds",
+        )
     if code == "connect_failed":
-        return Check("realtime", FAIL, f"cannot open the WebSocket /api/realtime: {p.error_message}",
-                     "check that a reverse proxy forwards WebSocket upgrades on /api/realtime")
+        return Check(
+            "realtime",
+            FAIL,
+            f"cannot open the WebSocket /api/realtime: {p.error_message}",
+            "check that a reverse proxy forwards WebSocket upgrades on /api/realtime",
+        )
     if code == "timeout":
-        return Check("realtime", FAIL, f"no caught_up: {p.error_message}"
-                     + (f" (hello after {p.hello_ms:.0f} ms)" if p.hello_ms is not None else ""),
-                     "check the server load and any proxy buffering WebSocket frames")
-    return Check("realtime", FAIL, f"handshake failed: {code}" + (f" — {p.error_message}" if p.error_message else ""),
-                 "retry; if it persists, check the Chatto server logs")
+        return Check(
+            "realtime",
+            FAIL,
+            f"no caught_up: {p.error_message}"
+            + (f" (hello after {p.hello_ms:.0f} ms)" if p.hello_ms is not None else ""),
+            "check the server load and any proxy buffering WebSocket frames",
+        )
+    return Check(
+        "realtime",
+        FAIL,
+        f"handshake failed: {code}" + (f" — {p.error_message}" if p.error_message else ""),
+        "retry; if it persists, check the Chatto server logs",
+    )
 
 
-def run(argv_json: bool = False, *, home: str | None = None, timeout: float = REALTIME_TIMEOUT,
-        out: Callable[[str], None] = print) -> int:
+def run(
+    argv_json: bool = False,
+    *,
+    home: str | None = None,
+    timeout: float = REALTIME_TIMEOUT,
+    out: Callable[[str], None] = print,
+) -> int:
     """Run the doctor synchronously, print text or JSON through ``out``; return the exit code."""
     report = asyncio.run(run_doctor(home=home, realtime_timeout=timeout))
     out(report.to_json() if argv_json else report.render_text())

@@ -73,8 +73,9 @@ async def validate_live(url: str, key: str, *, transport: Any = None, timeout: f
             ) from None
         except ChattoError as exc:
             hint = plain_http_hint(url, exc)
-            raise SetupValidationError(f"cannot reach the Chatto server at {url}: {redact(str(exc))}"
-                                       + (f"; {hint}" if hint else "")) from None
+            raise SetupValidationError(
+                f"cannot reach the Chatto server at {url}: {redact(str(exc))}" + (f"; {hint}" if hint else "")
+            ) from None
     if supports_bot_accounts(server.version) is False:
         raise SetupValidationError(
             f"the server runs Chatto {server.version}; bot accounts need Chatto ≥ 0.5.0 "
@@ -142,10 +143,15 @@ def save_settings(url: str, key: str, allowed_users: str = "") -> None:
     clear_settings_cache()
 
 
-def run_setup(*, ask: Callable[[str, str | None], str], ask_secret: Callable[[str], str],
-              confirm: Callable[[str, bool], bool], say: Callable[[str], None],
-              validate: Callable[[str, str], LiveCheck] | None = None,
-              save: Callable[[str, str, str], None] = save_settings) -> bool:
+def run_setup(
+    *,
+    ask: Callable[[str, str | None], str],
+    ask_secret: Callable[[str], str],
+    confirm: Callable[[str, bool], bool],
+    say: Callable[[str], None],
+    validate: Callable[[str, str], LiveCheck] | None = None,
+    save: Callable[[str, str, str], None] = save_settings,
+) -> bool:
     """The wizard's logic with injectable I/O (tests drive it without a terminal).
 
     Returns True when settings were saved. Never passes the key to ``say``.
@@ -239,5 +245,12 @@ def setup_fn() -> None:
     )
 
 
-__all__ = ["setup_fn", "run_setup", "validate_live", "save_settings", "LiveCheck",
-           "SetupValidationError", "ChattoConfigError"]
+__all__ = [
+    "setup_fn",
+    "run_setup",
+    "validate_live",
+    "save_settings",
+    "LiveCheck",
+    "SetupValidationError",
+    "ChattoConfigError",
+]

@@ -27,11 +27,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
-import logging
 import threading
 from typing import Any
 
-logger = logging.getLogger("hermes_chatto.tools")
+from .logs import get_logger
+
+logger = get_logger("hermes_chatto.tools")
 
 TOOL_NAME = "chatto_send_message"
 TOOLSET = "chatto"
@@ -89,8 +90,10 @@ def _run_sync(coro, timeout: float):
 async def _send_live(adapter: Any, room_ref: str, text: str, thread_id: str | None) -> dict:
     room = await adapter.resolve_member_room(room_ref)
     if room is None:
-        return {"error": f"refused: the bot is not a member of a room called {room_ref!r} "
-                         "(use a room id or the exact name of a room the bot belongs to)"}
+        return {
+            "error": f"refused: the bot is not a member of a room called {room_ref!r} "
+            "(use a room id or the exact name of a room the bot belongs to)"
+        }
     meta = {"thread_id": thread_id} if thread_id else None
     root = await adapter.thread_root_for(room.id, None, meta)
     report = await adapter.deliver(room.id, text, thread_root_event_id=root)
@@ -109,8 +112,13 @@ async def _send_standalone(room_ref: str, text: str, thread_id: str | None) -> d
 
 def _result(room_id: str, root: str, report: Any) -> dict:
     if report.ok:
-        return {"ok": True, "room_id": room_id, "thread_id": root or None, "message_ids": list(report.sent_ids),
-                "chunks": report.total}
+        return {
+            "ok": True,
+            "room_id": room_id,
+            "thread_id": root or None,
+            "message_ids": list(report.sent_ids),
+            "chunks": report.total,
+        }
     return {
         "error": f"refused: {report.describe()}",
         "room_id": room_id,
@@ -119,7 +127,7 @@ def _result(room_id: str, root: str, report: Any) -> dict:
         "failed_chunk": (report.failed_index or 0) + 1,
         "chunks": report.total,
         "retry": "call chatto_send_message again with the same room, thread_id and text; "
-                 f"chunks 1..{report.failed_index} are not sent again",
+        f"chunks 1..{report.failed_index} are not sent again",
     }
 
 

@@ -513,7 +513,7 @@ async def test_thread_turns_with_thread_context_off_raise_nothing(unit, monkeypa
     import logging
 
     monkeypatch.setenv("CHATTO_THREAD_CONTEXT_WINDOW", "0")
-    caplog.set_level(logging.DEBUG, logger="hermes_chatto")
+    caplog.set_level(logging.DEBUG, logger="hermes_plugins.chatto")
     u = await unit()
     assert u.adapter.conn.settings.thread_context_window == 0 and u.adapter._frontier is not None
     trig = await u.inbound(ALICE, GENERAL, "@helper_bot start a thread")

@@ -243,7 +243,7 @@ def test_invalid_key_message_names_three_names_and_never_contains_the_key(home, 
             with pytest.raises(ChattoConfigError) as ei2:
                 ChattoSettings.resolve(extra)
             caplog.clear()
-            with caplog.at_level(logging.ERROR, logger="hermes_chatto.config"):
+            with caplog.at_level(logging.ERROR, logger="hermes_plugins.chatto.config"):
                 assert validate_config(type("PC", (), {"extra": extra})()) is False
         for e in (ei.value, ei2.value):
             text = str(e) + repr(e) + "".join(traceback.format_exception(e))
@@ -485,9 +485,9 @@ def test_wire_log_level_is_applied_to_the_wire_loggers():
     from hermes_chatto.config import ChattoSettings, apply_wire_log_level
 
     s = ChattoSettings.resolve({"url": "http://127.0.0.1:1", "wire_log_level": "debug"})
-    old = logging.getLogger("hermes_chatto.wire").level
+    old = logging.getLogger("hermes_plugins.chatto.wire").level
     try:
         apply_wire_log_level(s)
-        assert logging.getLogger("hermes_chatto.wire.connect").getEffectiveLevel() == logging.DEBUG
+        assert logging.getLogger("hermes_plugins.chatto.wire.connect").getEffectiveLevel() == logging.DEBUG
     finally:
-        logging.getLogger("hermes_chatto.wire").setLevel(old)
+        logging.getLogger("hermes_plugins.chatto.wire").setLevel(old)

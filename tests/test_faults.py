@@ -76,7 +76,7 @@ def no_key_in_logs(caplog, capfd):
     included) plus stdout/stderr, and fail if a bot key (or its secret part, or anything
     shaped like ``cht_BK_<user>.<secret>``) appears in any of them."""
     caplog.set_level(logging.DEBUG)
-    for name in ("hermes_chatto", "gateway", "httpx"):
+    for name in ("hermes_plugins.chatto", "gateway", "httpx"):
         caplog.set_level(logging.DEBUG, logger=name)
     # frame-level traces of the socket libraries are scanned by test_wire_debug_logs_hold_no_key_material
     for name in ("websockets", "httpcore", "uvicorn"):
@@ -802,7 +802,7 @@ async def test_wire_debug_logs_hold_no_key_material(chatto_world, caplog):
     w = srv.world
     key = remember_key(srv.world.bot_key)
     secret = key.split(".", 1)[1]
-    for name in ("", "websockets", "websockets.client", "httpx", "httpcore", "hermes_chatto"):
+    for name in ("", "websockets", "websockets.client", "httpx", "httpcore", "hermes_plugins.chatto"):
         caplog.set_level(logging.DEBUG, logger=name or None)
 
     async def on_event(ev):

@@ -374,7 +374,7 @@ async def test_resume_with_cursor_and_reconnect_resends_latest_cursor():
 async def test_disconnect_and_reconnect_are_logged_at_info_without_the_key(caplog):
     """An operator sees each drop (close code and reason, or the exception class when the
     socket just died), each reconnect attempt with its wait, and "reconnected"; never the key."""
-    caplog.set_level(logging.INFO, logger="hermes_chatto.wire.realtime")
+    caplog.set_level(logging.INFO, logger="hermes_plugins.chatto.wire.realtime")
 
     async def closes_with_a_code(c: Conn):
         await c.handshake()
@@ -397,7 +397,7 @@ async def test_disconnect_and_reconnect_are_logged_at_info_without_the_key(caplo
         cl = Client(srv, reconnect_delay=0.05).start()
         await until(lambda: cl.session.resume_cursor == "C3" and cl.session.caught_up.is_set(), what="third socket")
         await cl.stop()
-    ours = [r for r in caplog.records if r.name == "hermes_chatto.wire.realtime"]
+    ours = [r for r in caplog.records if r.name == "hermes_plugins.chatto.wire.realtime"]
     infos = [r.getMessage() for r in ours if r.levelno == logging.INFO]
     assert "chatto realtime: connected (server 0.5.0-test), live" in infos
     assert "chatto realtime: disconnected (socket closed (1012 service restart))" in infos

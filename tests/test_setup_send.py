@@ -24,11 +24,11 @@ from conftest import idle
 
 @pytest.fixture()
 def wire_level():
-    """A connect sets the process-wide ``hermes_chatto.wire`` level (``wire_log_level``):
+    """A connect sets the process-wide ``hermes_plugins.chatto.wire`` level (``wire_log_level``):
     put it back so later tests that capture wire DEBUG logs are not affected."""
     import logging
 
-    lg = logging.getLogger("hermes_chatto.wire")
+    lg = logging.getLogger("hermes_plugins.chatto.wire")
     level = lg.level
     yield
     lg.setLevel(level)

@@ -21,8 +21,18 @@ from .send import RESUME_TTL_S, deliver_text, error_kind_for, send_result_from_r
 _make_seen_store = make_seen_store
 
 __all__ = [
-    "ChattoAdapter", "RedactedStr", "live_adapter", "deliver_text", "find_member_room", "error_kind_for",
-    "send_result_from_report", "make_seen_store", "RESUME_TTL_S", "TYPING_MIN_INTERVAL_S",
-    "CONNECT_CAUGHT_UP_TIMEOUT_S", "DISCONNECT_DELIVERY_WAIT_S", "CURSOR_SAVE_INTERVAL_S",
+    "ChattoAdapter",
+    "RedactedStr",
+    "live_adapter",
+    "deliver_text",
+    "find_member_room",
+    "error_kind_for",
+    "send_result_from_report",
+    "make_seen_store",
+    "RESUME_TTL_S",
+    "TYPING_MIN_INTERVAL_S",
+    "CONNECT_CAUGHT_UP_TIMEOUT_S",
+    "DISCONNECT_DELIVERY_WAIT_S",
+    "CURSOR_SAVE_INTERVAL_S",
     "RESET_THREAD_READ_LIMIT",
 ]

@@ -27,8 +27,14 @@ class ErrorBoundary:
     ``clock`` returns seconds (monotonic); tests pass a fake one.
     """
 
-    def __init__(self, logger: logging.Logger, counters: Counters, *, interval_s: float = LOG_INTERVAL_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        logger: logging.Logger,
+        counters: Counters,
+        *,
+        interval_s: float = LOG_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._logger = logger
         self._counters = counters
         self._interval = float(interval_s)

@@ -10,13 +10,13 @@ each cursor write (every id at or before the stored cursor must be on disk first
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from typing import Any
 
+from ..logs import get_logger
 from .conn import Conn
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 #: Minimum seconds between two writes of the realtime resume cursor to the state file.
 CURSOR_SAVE_INTERVAL_S = 2.0

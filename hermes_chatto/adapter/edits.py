@@ -25,19 +25,19 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
 from .. import compat
 from ..ingress import decide_edit
+from ..logs import get_logger
 from ..wire.types import ChattoMessage
 from .boundary import ErrorBoundary
 from .conn import Conn
 from .turns import TurnTracker
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 #: ``base_interrupt(guard_key, chat_id, metadata)``: the base class' interrupt (no queue discard).
 BaseInterrupt = Callable[[str, str, Any], Awaitable[None]]
@@ -49,8 +49,7 @@ def content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(p.get("text") or "") for p in content
-                         if isinstance(p, dict) and p.get("type") == "text")
+        return "\n".join(str(p.get("text") or "") for p in content if isinstance(p, dict) and p.get("type") == "text")
     return ""
 
 
@@ -61,9 +60,18 @@ class EditReplacement:
     ``rescue(guard_key)`` re-dispatches a queued follow-up no turn owns;
     ``session_key_for(source)`` is the runner's session key."""
 
-    def __init__(self, host: Any, conn: Conn, turns: TurnTracker, boundary: ErrorBoundary, *,
-                 base_interrupt: BaseInterrupt, dispatch: Callable[[Any], Awaitable[None]],
-                 rescue: Callable[[str], Awaitable[bool]], session_key_for: Callable[[Any], str]) -> None:
+    def __init__(
+        self,
+        host: Any,
+        conn: Conn,
+        turns: TurnTracker,
+        boundary: ErrorBoundary,
+        *,
+        base_interrupt: BaseInterrupt,
+        dispatch: Callable[[Any], Awaitable[None]],
+        rescue: Callable[[str], Awaitable[bool]],
+        session_key_for: Callable[[Any], str],
+    ) -> None:
         self._host = host
         self._conn = conn
         self._turns = turns

@@ -29,12 +29,12 @@ only through :mod:`hermes_chatto.compat`.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
 from .. import compat
 from ..delivery import DEFAULT_CHUNK_BYTES, DeliveryReport
+from ..logs import get_logger
 from ..wire.types import ChattoRoom
 from .boundary import ErrorBoundary
 from .conn import Conn
@@ -53,12 +53,12 @@ from .threads import ThreadIndex
 from .turns import TurnTracker
 from .workarounds import OrphanRescue
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 _Base: Any = compat.adapter_base_class()
 
 
-class ChattoAdapter(_Base):  # type: ignore[misc]
+class ChattoAdapter(_Base):
     """A Hermes agent as a Chatto bot account (Chatto ≥ 0.5.0, realtime protocol 2).
 
     Capability flags: ``splits_long_messages = True`` (``send()`` receives whole replies
@@ -73,8 +73,14 @@ class ChattoAdapter(_Base):  # type: ignore[misc]
     splits_long_messages = True
     supports_code_blocks = True
 
-    def __init__(self, config: Any, *, settings: Any = None, client_factory: Callable[..., Any] | None = None,
-                 realtime_factory: Callable[..., Any] | None = None) -> None:
+    def __init__(
+        self,
+        config: Any,
+        *,
+        settings: Any = None,
+        client_factory: Callable[..., Any] | None = None,
+        realtime_factory: Callable[..., Any] | None = None,
+    ) -> None:
         super().__init__(config, compat.platform("chatto"))
         if settings is None:
             from ..config import load_settings
@@ -98,17 +104,34 @@ class ChattoAdapter(_Base):  # type: ignore[misc]
         self.orphans = OrphanRescue(self, conn.counters, boundary, self.handle_message)
         self.inbound = Inbound(self, conn, self.rooms, self.threads, self.turns, boundary, self.orphans)
         # late-bound: a test may replace Inbound.on_new_message after the adapter is built
-        self.gap = GapRecovery(conn, self.rooms, self.threads,
-                               lambda *a, **kw: self.inbound.on_new_message(*a, **kw), boundary)
+        self.gap = GapRecovery(
+            conn, self.rooms, self.threads, lambda *a, **kw: self.inbound.on_new_message(*a, **kw), boundary
+        )
         self.edits = EditReplacement(
-            self, conn, self.turns, boundary, base_interrupt=super().interrupt_session_activity,
-            dispatch=self.inbound.dispatch, rescue=self.orphans.rescue, session_key_for=self.session_key_for)
+            self,
+            conn,
+            self.turns,
+            boundary,
+            base_interrupt=super().interrupt_session_activity,
+            dispatch=self.inbound.dispatch,
+            rescue=self.orphans.rescue,
+            session_key_for=self.session_key_for,
+        )
         self.inbound.gap, self.inbound.edits = self.gap, self.edits
         self.cursor = CursorKeeper(conn)
         self.sender = SendPath(conn, self.rooms, self.threads, boundary)
         self.ops = OutboundOps(self, conn, self.rooms)
-        self.lifecycle = Lifecycle(self, conn, self.rooms, self.gap, self.cursor, self.sender, self.orphans,
-                                   new_client=self._new_client, new_realtime=self._new_realtime)
+        self.lifecycle = Lifecycle(
+            self,
+            conn,
+            self.rooms,
+            self.gap,
+            self.cursor,
+            self.sender,
+            self.orphans,
+            new_client=self._new_client,
+            new_realtime=self._new_realtime,
+        )
 
     # ------------------------------------------------------------------ identity, counters
 
@@ -171,9 +194,13 @@ class ChattoAdapter(_Base):  # type: ignore[misc]
 
     def _new_realtime(self) -> Any:
         settings = self.conn.settings
-        kw: dict[str, Any] = dict(on_event=self.inbound.on_event, retained_rooms=lambda: list(self.rooms.retained),
-                                  resume_cursor=self.cursor.cursor, on_cursor=self.cursor.on_cursor,
-                                  bot_user_id=self.conn.bot_user_id)
+        kw: dict[str, Any] = {
+            "on_event": self.inbound.on_event,
+            "retained_rooms": lambda: list(self.rooms.retained),
+            "resume_cursor": self.cursor.cursor,
+            "on_cursor": self.cursor.on_cursor,
+            "bot_user_id": self.conn.bot_user_id,
+        }
         if self._realtime_factory is not None:
             return self._realtime_factory(settings.url, self._token.reveal(), **kw)
         from ..wire.realtime import RealtimeSession
@@ -239,23 +266,42 @@ class ChattoAdapter(_Base):  # type: ignore[misc]
         channel with ``reply_to`` and no thread, a thread under the root being answered
         when ``reply_in_thread`` (see :func:`~hermes_chatto.adapter.routing.route_reply`)."""
         room = await self.rooms.fetch(chat_id)
-        return await route_reply(chat_id, room, thread_id=str((metadata or {}).get("thread_id") or ""),
-                                 reply_to=reply_to, reply_in_thread=self.conn.settings.reply_in_thread,
-                                 root_of=self.threads.root_of)
+        return await route_reply(
+            chat_id,
+            room,
+            thread_id=str((metadata or {}).get("thread_id") or ""),
+            reply_to=reply_to,
+            reply_in_thread=self.conn.settings.reply_in_thread,
+            root_of=self.threads.root_of,
+        )
 
-    async def deliver(self, chat_id: str, content: str, *, thread_root_event_id: str,
-                      session_key: str | None = None, turn_trigger: str | None = None) -> DeliveryReport:
+    async def deliver(
+        self,
+        chat_id: str,
+        content: str,
+        *,
+        thread_root_event_id: str,
+        session_key: str | None = None,
+        turn_trigger: str | None = None,
+    ) -> DeliveryReport:
         """Post ``content`` through the one send path (see :meth:`SendPath.deliver`)."""
-        return await self.sender.deliver(chat_id, content, thread_root_event_id=thread_root_event_id,
-                                         session_key=session_key, turn_trigger=turn_trigger)
+        return await self.sender.deliver(
+            chat_id,
+            content,
+            thread_root_event_id=thread_root_event_id,
+            session_key=session_key,
+            turn_trigger=turn_trigger,
+        )
 
-    async def send(self, chat_id: str, content: str, reply_to: str | None = None,
-                   metadata: dict[str, Any] | None = None) -> Any:
+    async def send(
+        self, chat_id: str, content: str, reply_to: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Any:
         """Post a (possibly long) reply through the send path; returns the host's
         ``SendResult`` (see :func:`~hermes_chatto.adapter.send.send_result_from_report`)."""
         if not (content or "").strip():
-            return compat.send_result(success=False, error="empty message (Chatto rejects invisible bodies)",
-                                      error_kind="bad_format")
+            return compat.send_result(
+                success=False, error="empty message (Chatto rejects invisible bodies)", error_kind="bad_format"
+            )
         try:
             root = await self.thread_root_for(chat_id, reply_to, metadata)
         except Exception as exc:  # noqa: BLE001 - routing must never lose a reply
@@ -265,8 +311,9 @@ class ChattoAdapter(_Base):  # type: ignore[misc]
             logger.info("Chatto: dropped output of a turn replaced by an edit")
             return compat.send_result(success=True)
         session_key, turn_trigger = self.turns.send_owner(chat_id, root, reply_to)
-        report = await self.deliver(chat_id, content, thread_root_event_id=root, session_key=session_key,
-                                    turn_trigger=turn_trigger)
+        report = await self.deliver(
+            chat_id, content, thread_root_event_id=root, session_key=session_key, turn_trigger=turn_trigger
+        )
         return send_result_from_report(report)
 
     async def edit_message(self, chat_id: str, message_id: str, content: str, *, finalize: bool = False) -> Any:

@@ -11,10 +11,10 @@ whose reply count grew, the replies posted since are read with one ``GetThreadEv
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..logs import get_logger
 from ..wire.errors import ChattoError
 from ..wire.types import ChattoMessage, ThreadKey
 from .boundary import ErrorBoundary
@@ -22,7 +22,7 @@ from .conn import Conn
 from .rooms import RoomDirectory
 from .threads import ThreadIndex
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 #: Newest thread replies read per moved thread after a projection reset (GetThreadEvents limit).
 RESET_THREAD_READ_LIMIT = 50
@@ -34,8 +34,9 @@ Ingest = Callable[..., Awaitable[None]]
 class GapRecovery:
     """Owns ``baselined``: the rooms whose history this socket has already seen."""
 
-    def __init__(self, conn: Conn, rooms: RoomDirectory, threads: ThreadIndex, ingest: Ingest,
-                 boundary: ErrorBoundary) -> None:
+    def __init__(
+        self, conn: Conn, rooms: RoomDirectory, threads: ThreadIndex, ingest: Ingest, boundary: ErrorBoundary
+    ) -> None:
         self._conn = conn
         self._rooms = rooms
         self._threads = threads
@@ -76,8 +77,11 @@ class GapRecovery:
                     seen.add(m.event_id)
             return
         self.realtime_gap(room_id)
-        before = {m.event_id: self._threads.reply_count(ThreadKey(room_id, m.event_id))
-                  for m in messages if not m.thread_root_event_id}
+        before = {
+            m.event_id: self._threads.reply_count(ThreadKey(room_id, m.event_id))
+            for m in messages
+            if not m.thread_root_event_id
+        }
         recovered: set[str] = set()
         for m in messages:
             self._threads.remember_root(m)

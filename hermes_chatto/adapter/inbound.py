@@ -9,12 +9,12 @@ becomes ``host.build_source(...)`` (always — it stamps the routed profile) →
 from __future__ import annotations
 
 import asyncio
-import logging
 from datetime import datetime
 from typing import Any
 
 from .. import compat
 from ..ingress import IngressContext, IngressDecision, decide
+from ..logs import get_logger
 from ..wire import events as E
 from ..wire.errors import ChattoError, ChattoNotFound
 from ..wire.types import MAX_RETAINED_ROOMS, ChattoMessage, ChattoRoom, ThreadKey
@@ -27,7 +27,7 @@ from .threads import ThreadIndex
 from .turns import TurnTracker
 from .workarounds import OrphanRescue
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 
 def _is_command(event: Any) -> bool:
@@ -48,8 +48,16 @@ class Inbound:
     """Handles every realtime event. Owns no state of its own: it drives the units it is
     given (rooms, thread index, gap recovery, turns, edits, the orphan workaround)."""
 
-    def __init__(self, host: Any, conn: Conn, rooms: RoomDirectory, threads: ThreadIndex,
-                 turns: TurnTracker, boundary: ErrorBoundary, rescue: OrphanRescue) -> None:
+    def __init__(
+        self,
+        host: Any,
+        conn: Conn,
+        rooms: RoomDirectory,
+        threads: ThreadIndex,
+        turns: TurnTracker,
+        boundary: ErrorBoundary,
+        rescue: OrphanRescue,
+    ) -> None:
         self._host = host
         self._conn = conn
         self._rooms = rooms
@@ -59,6 +67,9 @@ class Inbound:
         self._rescue = rescue
         self.gap: GapRecovery | None = None  # set by the facade (it needs this unit)
         self.edits: EditReplacement | None = None
+        # Running hydrate_room calls: the event loop keeps only a weak reference to a task,
+        # so one nobody holds could be garbage-collected before it finishes.
+        self._hydrations: set[asyncio.Task[None]] = set()
 
     async def on_event(self, ev: Any) -> None:
         """Dispatch one typed realtime event (never raises: a bad event must not kill the socket)."""
@@ -99,7 +110,9 @@ class Inbound:
             # Until its timeline_replace arrives, root messages of the room are only
             # announced by room_activity (fetched with GetMessage).
             self._rooms.hydrating.add(room.id)
-            asyncio.ensure_future(self._hydrate(rt, room.id))
+            task = asyncio.ensure_future(self._hydrate(rt, room.id))
+            self._hydrations.add(task)
+            task.add_done_callback(self._hydrations.discard)
 
     async def _hydrate(self, rt: Any, room_id: str) -> None:
         try:
@@ -168,8 +181,9 @@ class Inbound:
         if not callable(peek):
             return False
         try:
-            probe = self._host.build_source(chat_id=msg.room_id, chat_type="group", user_id=msg.author_id,
-                                            thread_id=msg.thread_root_event_id)
+            probe = self._host.build_source(
+                chat_id=msg.room_id, chat_type="group", user_id=msg.author_id, thread_id=msg.thread_root_event_id
+            )
             return bool(await asyncio.to_thread(peek, self._host.session_key_for(probe)))
         except Exception:  # noqa: BLE001 - unknown: fall back to the root's author
             return False
@@ -183,8 +197,9 @@ class Inbound:
                 d = decide(msg, self._ctx(room, True), None, projection_id=projection_id)
         return d
 
-    async def on_new_message(self, msg: ChattoMessage, projection_id: str | None, *,
-                             retained: bool | None = None) -> None:
+    async def on_new_message(
+        self, msg: ChattoMessage, projection_id: str | None, *, retained: bool | None = None
+    ) -> None:
         """Ingress for one new message, then build the source/event and hand it to the host."""
         if retained is None:
             retained = self._rooms.is_retained(msg.room_id)
@@ -194,9 +209,16 @@ class Inbound:
             self._conn.counters["dropped"] += 1
             logger.debug("Chatto: drop %s (%s)", msg.event_id, d.reason)
             return
-        source = self._host.build_source(chat_id=d.chat_id, chat_name=d.chat_name, chat_type=d.chat_type,
-                                         user_id=d.user_id, user_name=d.user_name, thread_id=d.thread_id,
-                                         is_bot=d.is_bot, message_id=d.message_id)
+        source = self._host.build_source(
+            chat_id=d.chat_id,
+            chat_name=d.chat_name,
+            chat_type=d.chat_type,
+            user_id=d.user_id,
+            user_name=d.user_name,
+            thread_id=d.thread_id,
+            is_bot=d.is_bot,
+            message_id=d.message_id,
+        )
         block = None
         if d.thread_id:
             key = self._host.session_key_for(source)
@@ -210,9 +232,16 @@ class Inbound:
                 block = start.block
             self._threads.join(ThreadKey(d.chat_id, d.thread_id))
         event = compat.make_event(
-            text=d.text, message_type=compat.text_message_type(), source=source, raw_message=msg,
-            message_id=d.message_id, reply_to_message_id=msg.in_reply_to or None, channel_context=block,
-            timestamp=_timestamp(msg), user_id=d.user_id, user_name=d.user_name,
+            text=d.text,
+            message_type=compat.text_message_type(),
+            source=source,
+            raw_message=msg,
+            message_id=d.message_id,
+            reply_to_message_id=msg.in_reply_to or None,
+            channel_context=block,
+            timestamp=_timestamp(msg),
+            user_id=d.user_id,
+            user_name=d.user_name,
         )
         self._conn.counters["dispatched"] += 1
         await self.dispatch(event)

@@ -11,12 +11,12 @@ unreachable server (retryable).
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import compat
 from ..ingress import SeenSet
+from ..logs import get_logger
 from ..wire.errors import ChattoCredentialError, ChattoError, ChattoProtocolError
 from .conn import Conn
 from .cursor import CursorKeeper
@@ -25,7 +25,7 @@ from .rooms import RoomDirectory
 from .send import SendPath
 from .workarounds import OrphanRescue
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 #: How long ``connect()`` waits for the realtime ``caught_up`` before marking connected
 #: anyway (seconds; the host's connect timeout is 30 s).
@@ -67,17 +67,33 @@ def make_frontier(conn: Conn) -> Any:
         return await conn.require_client().get_thread_events_around(*a, **kw)
 
     s = conn.settings
-    return ThreadFrontier(store, fetch_page, conn.bot_user_id, window=s.thread_context_window,
-                          max_bytes=s.thread_context_max_bytes, fetch_around=fetch_around)
+    return ThreadFrontier(
+        store,
+        fetch_page,
+        conn.bot_user_id,
+        window=s.thread_context_window,
+        max_bytes=s.thread_context_max_bytes,
+        fetch_around=fetch_around,
+    )
 
 
 class Lifecycle:
     """Owns the transport's task and loop. ``new_client()`` / ``new_realtime()`` build the
     unary client and the realtime session (the facade applies the test factories)."""
 
-    def __init__(self, host: Any, conn: Conn, rooms: RoomDirectory, gap: GapRecovery, cursor: CursorKeeper,
-                 sender: SendPath, rescue: OrphanRescue, *, new_client: Callable[[], Any],
-                 new_realtime: Callable[[], Any]) -> None:
+    def __init__(
+        self,
+        host: Any,
+        conn: Conn,
+        rooms: RoomDirectory,
+        gap: GapRecovery,
+        cursor: CursorKeeper,
+        sender: SendPath,
+        rescue: OrphanRescue,
+        *,
+        new_client: Callable[[], Any],
+        new_realtime: Callable[[], Any],
+    ) -> None:
         self._host = host
         self._conn = conn
         self._rooms = rooms
@@ -119,8 +135,13 @@ class Lifecycle:
             return False
         compat.mark_connected(self._host)
         self._rescue.start()
-        logger.info("Chatto: connected as @%s (%s), %d rooms, %d retained", conn.bot_login, conn.bot_user_id,
-                    len(self._rooms.rooms), len(self._rooms.retained))
+        logger.info(
+            "Chatto: connected as @%s (%s), %d rooms, %d retained",
+            conn.bot_login,
+            conn.bot_user_id,
+            len(self._rooms.rooms),
+            len(self._rooms.retained),
+        )
         return True
 
     async def _open_client(self) -> bool:
@@ -133,12 +154,18 @@ class Lifecycle:
             conn.bot_login = viewer.user.login
             rooms = await conn.client.list_rooms()
         except ChattoCredentialError as e:
-            self._fatal("chatto_unauthenticated",
-                        f"Chatto rejected the bot key ({e.code}); rotate it and update CHATTO_BOT_KEY", retryable=False)
+            self._fatal(
+                "chatto_unauthenticated",
+                f"Chatto rejected the bot key ({e.code}); rotate it and update CHATTO_BOT_KEY",
+                retryable=False,
+            )
             return False
         except ChattoError as e:
-            self._fatal("chatto_unreachable", f"Chatto server not reachable: {e}",
-                        retryable=not isinstance(e, ChattoProtocolError))
+            self._fatal(
+                "chatto_unreachable",
+                f"Chatto server not reachable: {e}",
+                retryable=not isinstance(e, ChattoProtocolError),
+            )
             return False
         except Exception as e:  # noqa: BLE001 - any connect failure is retried by the host
             self._fatal("chatto_unreachable", f"Chatto connect failed: {type(e).__name__}: {e}", retryable=True)
@@ -158,8 +185,9 @@ class Lifecycle:
         if caught_up is None:
             return True
         waiter = asyncio.ensure_future(caught_up.wait())
-        done, _ = await asyncio.wait({waiter, task}, timeout=CONNECT_CAUGHT_UP_TIMEOUT_S,
-                                     return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            {waiter, task}, timeout=CONNECT_CAUGHT_UP_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED
+        )
         if waiter not in done:
             waiter.cancel()
         if task in done:
@@ -168,8 +196,9 @@ class Lifecycle:
             self._fatal("chatto_realtime", f"Chatto realtime stopped: {exc}", retryable=retry)
             return False
         if waiter not in done:
-            logger.warning("Chatto: realtime not caught up after %.0f s; marking connected anyway",
-                           CONNECT_CAUGHT_UP_TIMEOUT_S)
+            logger.warning(
+                "Chatto: realtime not caught up after %.0f s; marking connected anyway", CONNECT_CAUGHT_UP_TIMEOUT_S
+            )
         return True
 
     async def disconnect(self) -> None:

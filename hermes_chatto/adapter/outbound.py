@@ -4,12 +4,12 @@ reactions, the typing indicator and room info for the host."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from typing import Any
 
 from .. import compat
 from ..bounded import BoundedSet
+from ..logs import get_logger
 from ..wire.errors import ChattoError, ChattoFailedPrecondition, ChattoPermissionDenied
 from ..wire.types import MAX_BODY_BYTES
 from .conn import Conn
@@ -17,7 +17,7 @@ from .permissions import PERM_REACT, refusal_warning
 from .rooms import RoomDirectory
 from .send import error_kind_for
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 #: Minimum seconds between two UpdateTypingIndicator calls for one room/thread (the host
 #: calls ``send_typing`` every 2 s; Chatto shows typing for ~6 s).
@@ -45,21 +45,33 @@ class OutboundOps:
         for 3 h; after that a clear ``failed_precondition`` error). Returns a ``SendResult``."""
         client = self._conn.client
         if client is None:
-            return compat.send_result(success=False, error="Chatto adapter is not connected", retryable=True,
-                                      error_kind="transient")
+            return compat.send_result(
+                success=False, error="Chatto adapter is not connected", retryable=True, error_kind="transient"
+            )
         size = len(content.encode("utf-8"))
         if size > MAX_BODY_BYTES:
-            return compat.send_result(success=False, error=f"message too long for one Chatto message "
-                                      f"({size} > {MAX_BODY_BYTES} bytes)", error_kind="too_long")
+            return compat.send_result(
+                success=False,
+                error=f"message too long for one Chatto message ({size} > {MAX_BODY_BYTES} bytes)",
+                error_kind="too_long",
+            )
         try:
             m = await client.update_message(chat_id, message_id, content)
         except ChattoFailedPrecondition as e:
-            return compat.send_result(success=False, error=f"cannot edit message {message_id}: Chatto's 3-hour "
-                                      f"edit window has expired or the room is archived ({e})", error_kind="unknown")
+            return compat.send_result(
+                success=False,
+                error=f"cannot edit message {message_id}: Chatto's 3-hour "
+                f"edit window has expired or the room is archived ({e})",
+                error_kind="unknown",
+            )
         except ChattoError as e:
-            return compat.send_result(success=False, error=f"edit failed: {e}", retryable=bool(e.retryable) and not
-                                      getattr(e, "may_have_landed", False), retry_after=e.retry_after,
-                                      error_kind=error_kind_for(e))
+            return compat.send_result(
+                success=False,
+                error=f"edit failed: {e}",
+                retryable=bool(e.retryable) and not getattr(e, "may_have_landed", False),
+                retry_after=e.retry_after,
+                error_kind=error_kind_for(e),
+            )
         return compat.send_result(success=True, message_id=m.event_id or message_id)
 
     async def delete_message(self, chat_id: str, message_id: str) -> bool:
@@ -100,8 +112,11 @@ class OutboundOps:
         room = await self._rooms.fetch(chat_id)
         if room is None:
             return {"name": chat_id, "type": "group", "chat_id": chat_id}
-        return {"name": room.name or ("Direct message" if room.is_dm else chat_id),
-                "type": "dm" if room.is_dm else "group", "chat_id": chat_id}
+        return {
+            "name": room.name or ("Direct message" if room.is_dm else chat_id),
+            "type": "dm" if room.is_dm else "group",
+            "chat_id": chat_id,
+        }
 
     async def react(self, event: Any, emoji: str) -> None:
         """Add reaction ``emoji`` (a shortcode; nothing when empty) to an authorised trigger."""
@@ -121,7 +136,11 @@ class OutboundOps:
                 return
             self._react_refused.add(src.chat_id)
             room = self._rooms.get(src.chat_id) or src.chat_id
-            logger.warning("%s", refusal_warning(room, PERM_REACT, detail="Reactions fail here; answers are not "
-                                                 "affected. Said once per room."))
+            logger.warning(
+                "%s",
+                refusal_warning(
+                    room, PERM_REACT, detail="Reactions fail here; answers are not affected. Said once per room."
+                ),
+            )
         except Exception as exc:  # noqa: BLE001 - a reaction is decoration, never a failure
             logger.debug("Chatto: reaction %s on %s failed: %s", emoji, mid, exc)

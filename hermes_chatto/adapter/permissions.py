@@ -39,8 +39,10 @@ CONSEQUENCE: Mapping[str, str] = {
 }
 
 #: How to grant (the same words in every warning).
-FIX = ("grant the permission(s) named to the bot in Chatto (room settings → permissions, or a role the "
-       "bot has); the bot's OWNER must hold them too: on Chatto a bot's permissions are capped by its owner's")
+FIX = (
+    "grant the permission(s) named to the bot in Chatto (room settings → permissions, or a role the "
+    "bot has); the bot's OWNER must hold them too: on Chatto a bot's permissions are capped by its owner's"
+)
 
 _PERM_RE = re.compile(r"\b(message\.post-in-thread|message\.post|message\.react)\b")
 
@@ -99,8 +101,10 @@ def refusal_warning(room_or_id: Any, permission: str, *, detail: str = "") -> st
     """One log line for a refused send/reaction: room, permission, what breaks, the fix."""
     label = room_label(room_or_id) if hasattr(room_or_id, "id") else str(room_or_id)
     tail = f" {detail}" if detail else ""
-    return (f"Chatto: permission_denied in {label}: the bot lacks {permission} "
-            f"({CONSEQUENCE.get(permission, 'refused')}).{tail} Fix: {FIX}.")
+    return (
+        f"Chatto: permission_denied in {label}: the bot lacks {permission} "
+        f"({CONSEQUENCE.get(permission, 'refused')}).{tail} Fix: {FIX}."
+    )
 
 
 class PermissionWatch:

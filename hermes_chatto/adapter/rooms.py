@@ -12,15 +12,15 @@ by ``room_activity``).
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Iterable
 
+from ..logs import get_logger
 from ..wire.errors import ChattoError
 from ..wire.types import MAX_RETAINED_ROOMS, ChattoRoom
 from .conn import Conn
 from .permissions import PermissionWatch
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 
 def find_member_room(rooms: Iterable[ChattoRoom], ref: str) -> ChattoRoom | None:
@@ -107,7 +107,10 @@ class RoomDirectory:
         logger.warning(
             "Chatto: the bot is in %d rooms; a realtime socket retains at most %d. In the other rooms "
             "only root messages are seen (fetched on room_activity); thread replies there are not seen "
-            "live. List the important rooms in CHATTO_RETAINED_ROOMS.", n, MAX_RETAINED_ROOMS)
+            "live. List the important rooms in CHATTO_RETAINED_ROOMS.",
+            n,
+            MAX_RETAINED_ROOMS,
+        )
 
     async def fetch(self, room_id: str) -> ChattoRoom | None:
         """The room, from the directory when its kind is known, else ``GetRoom`` (cached);
@@ -129,17 +132,25 @@ class RoomDirectory:
         known = self.rooms.get(room.id)
         if partial:
             if known is not None:
-                self.rooms[room.id] = dataclasses.replace(known, is_member=room.is_member,
-                                                          permissions=room.permissions,
-                                                          slow_mode_next_post_at=room.slow_mode_next_post_at)
+                self.rooms[room.id] = dataclasses.replace(
+                    known,
+                    is_member=room.is_member,
+                    permissions=room.permissions,
+                    slow_mode_next_post_at=room.slow_mode_next_post_at,
+                )
             elif room.is_member:
                 fetched = await self.fetch(room.id)
                 if fetched is not None:
                     self.rooms[room.id] = dataclasses.replace(fetched, is_member=True)
             merged = self.rooms.get(room.id)
         else:
-            merged = room if known is None else dataclasses.replace(
-                room, is_member=known.is_member or room.is_member, permissions=known.permissions or room.permissions)
+            merged = (
+                room
+                if known is None
+                else dataclasses.replace(
+                    room, is_member=known.is_member or room.is_member, permissions=known.permissions or room.permissions
+                )
+            )
             self.rooms[room.id] = merged
         if merged is None:
             return False
@@ -160,8 +171,11 @@ class RoomDirectory:
 
         rooms = list(self.rooms.values())
         preferred = resolve_room_refs("retained_rooms", self._conn.settings.retained_rooms, rooms, strict=False)
-        order = preferred + [r.id for r in rooms if r.is_dm and r.id not in preferred] + \
-            [r.id for r in rooms if not r.is_dm and r.id not in preferred]
+        order = (
+            preferred
+            + [r.id for r in rooms if r.is_dm and r.id not in preferred]
+            + [r.id for r in rooms if not r.is_dm and r.id not in preferred]
+        )
         self.retained = order[:MAX_RETAINED_ROOMS]
         if len(order) > MAX_RETAINED_ROOMS:
             self.log_cap(len(order))
@@ -169,5 +183,8 @@ class RoomDirectory:
     def _resolve_free(self) -> None:
         from ..config import resolve_room_refs
 
-        self.free = set(resolve_room_refs("free_response_rooms", self._conn.settings.free_response_rooms,
-                                          list(self.rooms.values()), strict=False))
+        self.free = set(
+            resolve_room_refs(
+                "free_response_rooms", self._conn.settings.free_response_rooms, list(self.rooms.values()), strict=False
+            )
+        )

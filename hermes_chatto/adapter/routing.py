@@ -17,8 +17,15 @@ from .threads import fetch_root
 RootOf = Callable[[str, str], Awaitable[str]]
 
 
-async def route_reply(room_id: str, room: ChattoRoom | None, *, thread_id: str, reply_to: str | None,
-                      reply_in_thread: bool, root_of: RootOf) -> str:
+async def route_reply(
+    room_id: str,
+    room: ChattoRoom | None,
+    *,
+    thread_id: str,
+    reply_to: str | None,
+    reply_in_thread: bool,
+    root_of: RootOf,
+) -> str:
     """The thread root (``""`` = flat) a post into ``room_id`` goes under.
 
     ``thread_id``: the thread asked for (``""``: none); ``reply_to``: the message answered
@@ -45,5 +52,4 @@ async def resolve_thread_root(client: Any, room: ChattoRoom, thread_id: str | No
     async def root_of(room_id: str, event_id: str) -> str:
         return await fetch_root(client, room_id, event_id)
 
-    return await route_reply(room.id, room, thread_id=thread_id, reply_to=None, reply_in_thread=False,
-                             root_of=root_of)
+    return await route_reply(room.id, room, thread_id=thread_id, reply_to=None, reply_in_thread=False, root_of=root_of)

@@ -21,6 +21,7 @@ from typing import Any
 from .. import compat
 from ..bounded import BoundedMap, BoundedSet
 from ..delivery import DEFAULT_CHUNK_BYTES, DeliveryReport, deliver_chunks, split_body
+from ..logs import get_logger
 from ..wire.errors import (
     ChattoInvalidArgument,
     ChattoNotFound,
@@ -35,19 +36,22 @@ from .permissions import PERM_POST, PERM_THREAD, refusal_warning, refused_permis
 from .rooms import RoomDirectory
 from .threads import ThreadIndex
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 #: Prefix the host's ``_send_with_retry`` puts on its plain-text fallback resend.
 HOST_FALLBACK_PREFIX = "(Response formatting failed, plain text:)\n\n"
 #: Prefix hermes-agent's delivery ledger puts on a reply it redelivers at startup
 #: (``gateway/delivery_ledger.py`` ``RECOVERED_MARKER``): every final reply whose send did
 #: not return ``success=True`` is sent again after a restart with this text in front.
-HOST_RECOVERED_PREFIX = ("\u267b\ufe0f Recovered reply \u2014 the gateway restarted during delivery, "
-                         "so this may be a duplicate:\n\n")
+HOST_RECOVERED_PREFIX = (
+    "\u267b\ufe0f Recovered reply \u2014 the gateway restarted during delivery, so this may be a duplicate:\n\n"
+)
 #: The visible line in front of an answer posted in the channel because the room refuses
 #: the bot's thread replies (once per room per run).
-THREAD_FALLBACK_NOTE = ("\u26a0\ufe0f I can't reply in threads in this room (missing permission "
-                        "`message.post-in-thread`), so I'm answering here.\n\n")
+THREAD_FALLBACK_NOTE = (
+    "\u26a0\ufe0f I can't reply in threads in this room (missing permission "
+    "`message.post-in-thread`), so I'm answering here.\n\n"
+)
 #: Seen-store key prefix of a reply refused for a missing permission (survives a restart).
 REFUSED_KEY_PREFIX = "perm-refused:"
 #: How long a partial delivery can be resumed by a retry of the same text (seconds).
@@ -66,8 +70,13 @@ class ResumeRegistry:
     Entry: key → ``(monotonic ts, text, chunks, sent_ids, next_index)``; entries older than
     ``ttl_s`` seconds are dropped on lookup. ``clock`` returns monotonic seconds."""
 
-    def __init__(self, *, capacity: int = RESUME_CAPACITY, ttl_s: float = RESUME_TTL_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        capacity: int = RESUME_CAPACITY,
+        ttl_s: float = RESUME_TTL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._d: BoundedMap[ResumeKey, tuple[float, str, list[str], list[str], int]] = BoundedMap(capacity)
         self._ttl = ttl_s
         self._clock = clock
@@ -86,7 +95,7 @@ class ResumeRegistry:
         if hit is not None:
             return hit[1], hit[2], hit[3], hit[4]
         if text.startswith(HOST_FALLBACK_PREFIX):
-            head = text[len(HOST_FALLBACK_PREFIX):]
+            head = text[len(HOST_FALLBACK_PREFIX) :]
             scope = compat.scope_key()
             for (s, r, t, _h), (_ts, orig, chunks, sent, nxt) in reversed(list(self._d.items())):
                 if s == scope and r == room_id and t == (root or "") and orig[:3500] == head:
@@ -109,9 +118,15 @@ class ResumeRegistry:
 RESUME = ResumeRegistry()
 
 
-async def deliver_text(client: Any, room_id: str, text: str, *, thread_root_event_id: str,
-                       on_sent: Callable[[str], None] | None = None,
-                       limit_bytes: int = DEFAULT_CHUNK_BYTES) -> DeliveryReport:
+async def deliver_text(
+    client: Any,
+    room_id: str,
+    text: str,
+    *,
+    thread_root_event_id: str,
+    on_sent: Callable[[str], None] | None = None,
+    limit_bytes: int = DEFAULT_CHUNK_BYTES,
+) -> DeliveryReport:
     """Split ``text`` by UTF-8 bytes and post it as one answer into ``room_id`` /
     ``thread_root_event_id`` (``""`` = flat) — the one send path shared by the adapter,
     the agent tool and the stand-alone sender.
@@ -127,12 +142,20 @@ async def deliver_text(client: Any, room_id: str, text: str, *, thread_root_even
     if resumed is not None:
         orig, chunks, sent, start = resumed
         text = orig
-        report = await deliver_chunks(client, room_id, chunks, thread_root_event_id=thread_root_event_id,
-                                      start_index=start, already_sent=sent, on_sent=on_sent)
+        report = await deliver_chunks(
+            client,
+            room_id,
+            chunks,
+            thread_root_event_id=thread_root_event_id,
+            start_index=start,
+            already_sent=sent,
+            on_sent=on_sent,
+        )
     else:
         chunks = split_body(text, limit_bytes)
-        report = await deliver_chunks(client, room_id, chunks, thread_root_event_id=thread_root_event_id,
-                                      on_sent=on_sent)
+        report = await deliver_chunks(
+            client, room_id, chunks, thread_root_event_id=thread_root_event_id, on_sent=on_sent
+        )
     RESUME.store(room_id, thread_root_event_id, text, chunks, report)
     return report
 
@@ -161,8 +184,12 @@ def send_result_from_report(report: DeliveryReport) -> Any:
     last = ids[-1] if ids else None
     cont = tuple(ids[:-1])
     if report.ok:
-        return compat.send_result(success=True, message_id=last, continuation_message_ids=cont,
-                                  raw_response={"message_ids": ids, "chunks": report.total})
+        return compat.send_result(
+            success=True,
+            message_id=last,
+            continuation_message_ids=cont,
+            raw_response={"message_ids": ids, "chunks": report.total},
+        )
     err = report.error
     text = report.describe()
     if report.may_have_landed:
@@ -195,8 +222,15 @@ class SendPath:
         self._warned: BoundedSet[tuple[str, str]] = BoundedSet(1024)
         self._noted_rooms: BoundedSet[str] = BoundedSet(1024)
 
-    async def deliver(self, chat_id: str, content: str, *, thread_root_event_id: str,
-                      session_key: str | None = None, turn_trigger: str | None = None) -> DeliveryReport:
+    async def deliver(
+        self,
+        chat_id: str,
+        content: str,
+        *,
+        thread_root_event_id: str,
+        session_key: str | None = None,
+        turn_trigger: str | None = None,
+    ) -> DeliveryReport:
         """THE send path: :func:`deliver_text` into ``chat_id`` under ``thread_root_event_id``
         (``""`` = flat). Each chunk's id is remembered as own (echo dropping) and handed to
         the frontier (``note_sent`` for ``session_key``) the moment its ``CreateMessage``
@@ -208,8 +242,9 @@ class SendPath:
         A delivery runs to its end even when the turn that started it is cancelled (a stop
         or shutdown while a CreateMessage is in flight): otherwise a chunk the server
         accepted could go unrecorded. :meth:`wait_idle` waits (bounded) for those."""
-        task = asyncio.ensure_future(self._deliver_now(chat_id, content, thread_root_event_id or "",
-                                                       session_key, turn_trigger))
+        task = asyncio.ensure_future(
+            self._deliver_now(chat_id, content, thread_root_event_id or "", session_key, turn_trigger)
+        )
         self._deliveries.add(task)
         task.add_done_callback(self._deliveries.discard)
         return await asyncio.shield(task)
@@ -220,24 +255,32 @@ class SendPath:
         if pending:
             await asyncio.wait(pending, timeout=timeout)
 
-    def _note_sent(self, chat_id: str, root: str, ids: list[str], session_key: str | None,
-                   turn_trigger: str | None) -> None:
+    def _note_sent(
+        self, chat_id: str, root: str, ids: list[str], session_key: str | None, turn_trigger: str | None
+    ) -> None:
         frontier = self._conn.frontier
         if frontier is not None:
             with self._boundary.guard("frontier.note_sent"):
                 frontier.note_sent(chat_id, root, ids, session_key, turn_trigger=turn_trigger)
 
-    async def _deliver_now(self, chat_id: str, content: str, root: str, session_key: str | None,
-                           turn_trigger: str | None) -> DeliveryReport:
+    async def _deliver_now(
+        self, chat_id: str, content: str, root: str, session_key: str | None, turn_trigger: str | None
+    ) -> DeliveryReport:
         client = self._conn.client
         if client is None:
-            err = ChattoTransientError("Chatto adapter is not connected (network)")
-            return DeliveryReport(failed_index=0, error=err, total=len(split_body(content)) or 1)
+            return DeliveryReport(
+                failed_index=0,
+                error=ChattoTransientError("Chatto adapter is not connected (network)"),
+                total=len(split_body(content)) or 1,
+            )
         if self._is_refused_replay(chat_id, content):
-            logger.info("Chatto: not redelivering the host's recovered reply to %s: it was refused for a missing "
-                        "permission before the restart (not a delivery interrupted by the restart)", chat_id)
-            err = ChattoPermissionDenied("not redelivered: refused for a missing permission before the restart")
-            return DeliveryReport(failed_index=0, error=err, total=1)
+            logger.info(
+                "Chatto: not redelivering the host's recovered reply to %s: it was refused for a missing "
+                "permission before the restart (not a delivery interrupted by the restart)",
+                chat_id,
+            )
+            refused = ChattoPermissionDenied("not redelivered: refused for a missing permission before the restart")
+            return DeliveryReport(failed_index=0, error=refused, total=1)
         noted: list[str] = []
 
         def on_sent(event_id: str) -> None:
@@ -267,8 +310,9 @@ class SendPath:
         self._record(chat_id, root, report, noted, session_key, turn_trigger)
         return report
 
-    async def _refused(self, client: Any, chat_id: str, content: str, root: str,
-                       report: DeliveryReport) -> DeliveryReport | None:
+    async def _refused(
+        self, client: Any, chat_id: str, content: str, root: str, report: DeliveryReport
+    ) -> DeliveryReport | None:
         """A delivery refused with ``permission_denied`` before any chunk went out. A thread
         reply the room refuses is posted in the channel instead (note in front, once per
         room) and that flat report is returned (also when it was refused too: its error
@@ -280,8 +324,13 @@ class SendPath:
         flat: DeliveryReport | None = None
         if perm == PERM_THREAD and root and not self._rooms.is_dm(chat_id):
             note = "" if chat_id in self._noted_rooms else THREAD_FALLBACK_NOTE
-            flat = await deliver_text(client, chat_id, note + content, thread_root_event_id="",
-                                      on_sent=lambda i: self._threads.note_posted(i, ""))
+            flat = await deliver_text(
+                client,
+                chat_id,
+                note + content,
+                thread_root_event_id="",
+                on_sent=lambda i: self._threads.note_posted(i, ""),
+            )
             if flat.ok:
                 self._noted_rooms.add(chat_id)
                 self._warn(room or chat_id, chat_id, perm, "Answered in the channel itself instead.")
@@ -317,18 +366,26 @@ class SendPath:
         seen = self._conn.seen
         if seen is None or not content.startswith(HOST_RECOVERED_PREFIX):
             return False
-        return _refused_key(chat_id, content[len(HOST_RECOVERED_PREFIX):]) in seen
+        return _refused_key(chat_id, content[len(HOST_RECOVERED_PREFIX) :]) in seen
 
-    def _record(self, chat_id: str, root: str, report: DeliveryReport, noted: list[str],
-                session_key: str | None, turn_trigger: str | None) -> None:
+    def _record(
+        self,
+        chat_id: str,
+        root: str,
+        report: DeliveryReport,
+        noted: list[str],
+        session_key: str | None,
+        turn_trigger: str | None,
+    ) -> None:
         counters = self._conn.counters
         counters["sends"] += 1
         if not report.ok:
             counters["send_failures"] += 1
             # a refusal before anything went out was warned with its fix (_refused)
             refused = isinstance(report.error, ChattoPermissionDenied) and not report.sent_ids
-            logger.log(logging.INFO if refused else logging.WARNING, "Chatto: delivery to %s: %s", chat_id,
-                       report.describe())
+            logger.log(
+                logging.INFO if refused else logging.WARNING, "Chatto: delivery to %s: %s", chat_id, report.describe()
+            )
         self.last_reports.append(report)
         del self.last_reports[:-LAST_REPORTS]
         ids = [i for i in report.sent_ids if i]

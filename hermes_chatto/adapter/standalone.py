@@ -37,8 +37,9 @@ class StandaloneSend:
     report: DeliveryReport | None = None
 
 
-async def send_standalone(settings: Any, room_ref: str, text: str, *, thread_id: str | None = None,
-                          by_name: bool = False) -> StandaloneSend:
+async def send_standalone(
+    settings: Any, room_ref: str, text: str, *, thread_id: str | None = None, by_name: bool = False
+) -> StandaloneSend:
     """Post ``text`` into a room with a short-lived client.
 
     ``by_name``: ``room_ref`` is an id or a name among the rooms the bot is a member of

@@ -133,8 +133,9 @@ class ThreadIndex:
         return self.reply_counts.get(key)
 
 
-async def fetch_root(client: object, room_id: str, event_id: str,
-                     remember: Callable[[ChattoMessage], None] | None = None) -> str:
+async def fetch_root(
+    client: object, room_id: str, event_id: str, remember: Callable[[ChattoMessage], None] | None = None
+) -> str:
     """THE thread-root lookup: ``GetMessage(room_id, event_id)`` → its thread root (itself for
     a root message); ``event_id`` itself when there is no client or the lookup fails with a
     :class:`ChattoError`. ``remember`` gets the fetched message (the index caches it)."""

@@ -137,8 +137,9 @@ class TurnTracker:
             return
         with self._boundary.guard("frontier.turn_hook"):
             if ok is None:
-                frontier.turn_started(key, trigger, str(getattr(event, "text", "") or ""),
-                                      getattr(event, "channel_context", None))
+                frontier.turn_started(
+                    key, trigger, str(getattr(event, "text", "") or ""), getattr(event, "channel_context", None)
+                )
             else:
                 frontier.turn_finished(key, trigger, ok)
 

@@ -7,15 +7,15 @@ tests/test_adapter_unit.py says how to reproduce it).
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import compat
 from ..counters import Counters
+from ..logs import get_logger
 from .boundary import ErrorBoundary
 
-logger = logging.getLogger("hermes_chatto.adapter")
+logger = get_logger("hermes_chatto.adapter")
 
 
 class OrphanRescue:
@@ -30,8 +30,9 @@ class OrphanRescue:
 
     NEEDED_FOR = "0.19.0"
 
-    def __init__(self, host: Any, counters: Counters, boundary: ErrorBoundary,
-                 handle_message: Callable[[Any], Awaitable[None]]) -> None:
+    def __init__(
+        self, host: Any, counters: Counters, boundary: ErrorBoundary, handle_message: Callable[[Any], Awaitable[None]]
+    ) -> None:
         self._host = host
         self._counters = counters
         self._boundary = boundary
@@ -52,8 +53,10 @@ class OrphanRescue:
             return False
         orphan = pending.pop(key)
         self._counters["orphans_rescued"] += 1
-        logger.info("Chatto: re-dispatching a queued follow-up that no turn was left to drain (%s)",
-                    getattr(orphan, "message_id", "?"))
+        logger.info(
+            "Chatto: re-dispatching a queued follow-up that no turn was left to drain (%s)",
+            getattr(orphan, "message_id", "?"),
+        )
         await self._handle(orphan)
         return True
 

@@ -32,8 +32,17 @@ from ..bounded import BoundedMap, BoundedSet
 from ..wire.types import ThreadKey
 from .plan import Delivery, dedup
 
-__all__ = ["HELD_MAX", "REACHED_MAX", "STAGED_MAX", "UNSEEN_MAX", "CommittedRow", "SessionLedger", "StagedTurn", "ThreadView",
-           "TurnLedger"]
+__all__ = [
+    "HELD_MAX",
+    "REACHED_MAX",
+    "STAGED_MAX",
+    "UNSEEN_MAX",
+    "CommittedRow",
+    "SessionLedger",
+    "StagedTurn",
+    "ThreadView",
+    "TurnLedger",
+]
 
 #: Hard bound of ``held`` (ids); only reachable in pathological drains, oldest dropped.
 HELD_MAX = 1_000
@@ -68,8 +77,19 @@ class ThreadView:
     ``pos``: id → rows past ``pos_anchor`` (the cursor that page was read from / moved to).
     """
 
-    __slots__ = ("cursor", "held", "fresh", "covered", "pending", "unseen", "unseen_overflow", "recent",
-                 "ahead", "pos", "pos_anchor")
+    __slots__ = (
+        "cursor",
+        "held",
+        "fresh",
+        "covered",
+        "pending",
+        "unseen",
+        "unseen_overflow",
+        "recent",
+        "ahead",
+        "pos",
+        "pos_anchor",
+    )
 
     def __init__(self, cursor: str | None = None, held: Iterable[str] = (), fresh: bool = True) -> None:
         self.cursor = cursor
@@ -135,8 +155,16 @@ class ThreadView:
         self.fresh = False
         self.unseen = {i for i in self.unseen if i not in self.held}
 
-    def apply_page(self, d: Delivery, *, added: Sequence[str], owed: Iterable[str], retained: bool,
-                   unseen_before: set[str], positions: tuple[dict[str, int], str | None]) -> None:
+    def apply_page(
+        self,
+        d: Delivery,
+        *,
+        added: Sequence[str],
+        owed: Iterable[str],
+        retained: bool,
+        unseen_before: set[str],
+        positions: tuple[dict[str, int], str | None],
+    ) -> None:
         """Move to the frontier a page's delivery ``d`` decided.
 
         ``added``: ids held meanwhile (noted while the page was in flight) that are not on
@@ -150,8 +178,11 @@ class ThreadView:
         self.pending = d.more_pending
         after_unheld = set(d.after_unheld)
         self.recent = d.page_ids - after_unheld
-        self.unseen = {i for i in self.unseen
-                       if i not in d.page_ids and i not in self.held and not (d.complete and i in unseen_before)}
+        self.unseen = {
+            i
+            for i in self.unseen
+            if i not in d.page_ids and i not in self.held and not (d.complete and i in unseen_before)
+        }
         # messages after the trigger that the session does not hold were not delivered:
         # they stay "unseen" until they become turns (held) or a later block delivers them
         for i in d.after_unheld:
@@ -232,8 +263,15 @@ class TurnLedger:
         self.owed_uncommitted: dict[str, None] = _ids(owed)
         self.unrun: dict[str, None] = {}
 
-    def stage(self, trigger_id: str, cursor: str | None, held: tuple[str, ...], delivered: Sequence[str],
-              text: str, block: str | None) -> None:
+    def stage(
+        self,
+        trigger_id: str,
+        cursor: str | None,
+        held: tuple[str, ...],
+        delivered: Sequence[str],
+        text: str,
+        block: str | None,
+    ) -> None:
         """Stage ``trigger_id`` with the frontier ``(cursor, held)`` right after its block.
         Staged again: the new block replaces the old, what the host did with it is kept."""
         entry = StagedTurn(cursor, held, self.own_seq, tuple(delivered), self.stage_seq, text, block)
@@ -354,11 +392,11 @@ class TurnLedger:
         last, last_own = -1, 0
         for k, entry in self.staged.items():
             if not last < entry.seq < self.stage_seq:
-                out.append(f"staged {k}: seq {entry.seq} out of queue order (previous {last}, "
-                           f"next {self.stage_seq})")
+                out.append(f"staged {k}: seq {entry.seq} out of queue order (previous {last}, next {self.stage_seq})")
             if not last_own <= entry.own_seq <= self.own_seq:
-                out.append(f"staged {k}: own_seq {entry.own_seq} out of order (previous {last_own}, "
-                           f"now {self.own_seq})")
+                out.append(
+                    f"staged {k}: own_seq {entry.own_seq} out of order (previous {last_own}, now {self.own_seq})"
+                )
             if k in entry.merged:
                 out.append(f"staged {k} lists itself as merged")
             if entry.done and k in self.unrun:
@@ -420,9 +458,18 @@ class SessionLedger:
 
     __slots__ = ("session_key", "session_id", "room_id", "root_id", "view", "turns", "row", "seen_ids")
 
-    def __init__(self, session_key: str, session_id: str | None, room_id: str, root_id: str, *,
-                 cursor: str | None = None, held: Iterable[str] = (), fresh: bool = True,
-                 owed: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        session_key: str,
+        session_id: str | None,
+        room_id: str,
+        root_id: str,
+        *,
+        cursor: str | None = None,
+        held: Iterable[str] = (),
+        fresh: bool = True,
+        owed: Iterable[str] = (),
+    ) -> None:
         self.session_key = session_key
         self.session_id = session_id
         self.room_id = room_id
@@ -454,8 +501,7 @@ class SessionLedger:
         self.view.hold(trigger_id)
         self.turns.owed.pop(trigger_id, None)
 
-    def stage(self, trigger_id: str, delivered: Sequence[str] = (), text: str = "",
-              block: str | None = None) -> None:
+    def stage(self, trigger_id: str, delivered: Sequence[str] = (), text: str = "", block: str | None = None) -> None:
         """Remember the frontier as it stands after ``trigger_id``'s block, the ids that
         block delivered, the trigger's text and the block (see :meth:`commit`,
         :meth:`drop`, :meth:`absorbed`)."""

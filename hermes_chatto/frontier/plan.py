@@ -15,8 +15,18 @@ from dataclasses import dataclass, field
 
 from ..wire.types import ChattoMessage, TimelinePage
 
-__all__ = ["HELD_COMPACT_AT", "MAX_PAGE", "Delivery", "ReadPlan", "dedup", "has_unheld_own", "plan_delivery",
-           "plan_read", "reply_positions", "split_at_trigger"]
+__all__ = [
+    "HELD_COMPACT_AT",
+    "MAX_PAGE",
+    "Delivery",
+    "ReadPlan",
+    "dedup",
+    "has_unheld_own",
+    "plan_delivery",
+    "plan_read",
+    "reply_positions",
+    "split_at_trigger",
+]
 
 #: Server maximum of ``GetThreadEvents.limit`` (rows per page; Chatto clamps larger values).
 MAX_PAGE = 500
@@ -37,10 +47,22 @@ class ReadPlan:
     after: str | None = None
 
 
-def plan_read(*, cursor: str | None, held_count: int, fresh: bool, trigger_is_root: bool,
-              trigger_has_replies: bool, retained: bool, covered: bool, dirty: bool, pending: bool,
-              window: int, max_page: int = MAX_PAGE, compact_at: int = HELD_COMPACT_AT,
-              reach: int | None = None) -> ReadPlan:
+def plan_read(
+    *,
+    cursor: str | None,
+    held_count: int,
+    fresh: bool,
+    trigger_is_root: bool,
+    trigger_has_replies: bool,
+    retained: bool,
+    covered: bool,
+    dirty: bool,
+    pending: bool,
+    window: int,
+    max_page: int = MAX_PAGE,
+    compact_at: int = HELD_COMPACT_AT,
+    reach: int | None = None,
+) -> ReadPlan:
     """Decide the turn's read (pure).
 
     ``fresh``: the session holds nothing of this thread yet. ``held_count``: ids held past
@@ -52,6 +74,7 @@ def plan_read(*, cursor: str | None, held_count: int, fresh: bool, trigger_is_ro
     at the trigger (so its ``end_cursor`` can pass it even while newer messages exist).
     Limits are clamped to ``1..max_page``.
     """
+
     def clamp(n: int) -> int:
         return max(1, min(max_page, n))
 
@@ -100,8 +123,9 @@ def dedup(ids: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(i for i in ids if i))
 
 
-def split_at_trigger(msgs: Sequence[ChattoMessage], *, trigger_id: str, trigger_created_at: float | None,
-                     has_newer: bool) -> tuple[list[ChattoMessage], list[ChattoMessage]]:
+def split_at_trigger(
+    msgs: Sequence[ChattoMessage], *, trigger_id: str, trigger_created_at: float | None, has_newer: bool
+) -> tuple[list[ChattoMessage], list[ChattoMessage]]:
     """``(before, after)``: the page messages positioned before the turn's trigger and the
     ones after it (pure; the trigger itself is in neither).
 
@@ -114,7 +138,7 @@ def split_at_trigger(msgs: Sequence[ChattoMessage], *, trigger_id: str, trigger_
     """
     for i, m in enumerate(msgs):
         if m.event_id == trigger_id:
-            return list(msgs[:i]), list(msgs[i + 1:])
+            return list(msgs[:i]), list(msgs[i + 1 :])
     if has_newer:
         return list(msgs), []
     k = 0
@@ -137,8 +161,17 @@ def _older_omitted(page: TimelinePage, msgs: Sequence[ChattoMessage], root_id: s
     return -1
 
 
-def plan_delivery(page: TimelinePage, *, cursor: str | None, held: Sequence[str], trigger_id: str,
-                  root_id: str, window: int, limit: int, trigger_created_at: float | None = None) -> Delivery:
+def plan_delivery(
+    page: TimelinePage,
+    *,
+    cursor: str | None,
+    held: Sequence[str],
+    trigger_id: str,
+    root_id: str,
+    window: int,
+    limit: int,
+    trigger_created_at: float | None = None,
+) -> Delivery:
     """Given the page a turn fetched (with ``after=cursor`` when ``cursor`` is set, else
     unanchored) decide what to deliver and the new frontier (pure).
 
@@ -163,8 +196,9 @@ def plan_delivery(page: TimelinePage, *, cursor: str | None, held: Sequence[str]
     page_ids = frozenset(m.event_id for m in page.messages)
     held_all = dedup([*held, trigger_id])
     held_set = set(held_all)
-    before, after = split_at_trigger(msgs, trigger_id=trigger_id, trigger_created_at=trigger_created_at,
-                                     has_newer=page.has_newer)
+    before, after = split_at_trigger(
+        msgs, trigger_id=trigger_id, trigger_created_at=trigger_created_at, has_newer=page.has_newer
+    )
     candidates = [m for m in before if m.event_id not in held_set and not m.is_deleted]
     deliver = candidates[: max(0, window)]
     excess = len(candidates) > len(deliver)
@@ -182,8 +216,7 @@ def plan_delivery(page: TimelinePage, *, cursor: str | None, held: Sequence[str]
     else:
         new_cursor, new_held = cursor, grown
         first = next((m for m in page.messages if m.event_id != root_id), None)
-        if page.start_cursor and first is not None and (first.event_id in grown or first.is_deleted
-                                                        or first.is_echo):
+        if page.start_cursor and first is not None and (first.event_id in grown or first.is_deleted or first.is_echo):
             new_cursor = page.start_cursor
             # the start cursor is the page's first row; when that row is not a message the
             # first message stays past the cursor and so in ``held``
@@ -191,8 +224,17 @@ def plan_delivery(page: TimelinePage, *, cursor: str | None, held: Sequence[str]
             new_held = tuple(h for h in grown if h not in drop)
     more = excess or (page.has_newer and trigger_id not in page_ids)
     omitted = _older_omitted(page, msgs, root_id) if not anchored and page.has_older else 0
-    return Delivery(tuple(deliver), new_cursor, new_held, more, omitted, page_ids, complete,
-                    tuple(m.event_id for m in after), after_unheld)
+    return Delivery(
+        tuple(deliver),
+        new_cursor,
+        new_held,
+        more,
+        omitted,
+        page_ids,
+        complete,
+        tuple(m.event_id for m in after),
+        after_unheld,
+    )
 
 
 def reply_positions(page: TimelinePage, plan: ReadPlan, d: Delivery, root_id: str) -> tuple[dict[str, int], str | None]:
@@ -214,5 +256,4 @@ def has_unheld_own(page: TimelinePage, held: Iterable[str], bot_user_id: str) ->
     if not bot_user_id:
         return False
     held_set = set(held)
-    return any(m.author_id == bot_user_id and m.event_id not in held_set and not m.is_echo
-               for m in page.messages)
+    return any(m.author_id == bot_user_id and m.event_id not in held_set and not m.is_echo for m in page.messages)

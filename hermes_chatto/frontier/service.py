@@ -8,13 +8,13 @@ the event loop.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..bounded import BoundedMap
 from ..counters import Counters
+from ..logs import get_logger
 from ..wire.errors import ChattoInvalidArgument, ChattoNotFound
 from ..wire.types import ChattoMessage, ChattoUser, ThreadKey, TimelinePage
 from .ledger import SessionLedger
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MIN_MAX_BYTES", "SEND_SETTLE_TIMEOUT_S", "SendToken", "ThreadFrontier", "TurnStart"]
 
-logger = logging.getLogger("hermes_chatto.frontier")
+logger = get_logger("hermes_chatto.frontier")
 
 #: Smallest ``max_bytes`` the frontier accepts (one full line always fits).
 MIN_MAX_BYTES = 1_024
@@ -47,10 +47,28 @@ _LINE_ESTIMATE = 120
 _FIXED_ESTIMATE = 420
 #: the counters every frontier reports, in this order (zeros included: status output and
 #: the benchmark list them in a stable order)
-_COUNTER_NAMES = ("thread_reads", "reads_seed", "reads_anchored", "reads_reread", "read_errors", "quiet_turns",
-                  "turns", "blocks_delivered", "block_messages", "block_bytes", "store_writes", "store_loads",
-                  "store_errors", "reseeds", "cursor_resets", "send_waits", "send_wait_timeouts",
-                  "turns_unanswered", "owed_delivered", "owed_reads")
+_COUNTER_NAMES = (
+    "thread_reads",
+    "reads_seed",
+    "reads_anchored",
+    "reads_reread",
+    "read_errors",
+    "quiet_turns",
+    "turns",
+    "blocks_delivered",
+    "block_messages",
+    "block_bytes",
+    "store_writes",
+    "store_loads",
+    "store_errors",
+    "reseeds",
+    "cursor_resets",
+    "send_waits",
+    "send_wait_timeouts",
+    "turns_unanswered",
+    "owed_delivered",
+    "owed_reads",
+)
 
 #: what :meth:`ThreadFrontier.begin_send` hands out: the delivery's thread and session, and
 #: the event set when it ends
@@ -205,11 +223,20 @@ class ThreadFrontier:
     ``owed_delivered``.
     """
 
-    def __init__(self, store: RowStore | None, fetch_page: Callable[..., Awaitable[TimelinePage]],
-                 bot_user_id: str, *, window: int = 20, max_bytes: int = 8_000, max_page: int = MAX_PAGE,
-                 compact_at: int = HELD_COMPACT_AT, max_sessions: int = 10_000,
-                 send_settle_timeout: float = SEND_SETTLE_TIMEOUT_S,
-                 fetch_around: Callable[..., Awaitable[tuple[TimelinePage, int]]] | None = None) -> None:
+    def __init__(
+        self,
+        store: RowStore | None,
+        fetch_page: Callable[..., Awaitable[TimelinePage]],
+        bot_user_id: str,
+        *,
+        window: int = 20,
+        max_bytes: int = 8_000,
+        max_page: int = MAX_PAGE,
+        compact_at: int = HELD_COMPACT_AT,
+        max_sessions: int = 10_000,
+        send_settle_timeout: float = SEND_SETTLE_TIMEOUT_S,
+        fetch_around: Callable[..., Awaitable[tuple[TimelinePage, int]]] | None = None,
+    ) -> None:
         self._store = store
         self._fetch = fetch_page
         self._fetch_around = fetch_around
@@ -223,8 +250,9 @@ class ThreadFrontier:
         self.max_sessions = max(1, int(max_sessions))
         self.send_settle_timeout = max(0.0, float(send_settle_timeout))
         #: messages per block, after the byte bound (every line gets ~_LINE_ESTIMATE bytes)
-        self.effective_window = (max(1, min(self.window, (self.max_bytes - _FIXED_ESTIMATE) // _LINE_ESTIMATE))
-                                 if self.enabled else 0)
+        self.effective_window = (
+            max(1, min(self.window, (self.max_bytes - _FIXED_ESTIMATE) // _LINE_ESTIMATE)) if self.enabled else 0
+        )
         self.counters = Counters(dict.fromkeys(_COUNTER_NAMES, 0))
         self._states: BoundedMap[str, SessionLedger] = BoundedMap(self.max_sessions)
         self._by_thread: dict[ThreadKey, set[str]] = {}
@@ -257,8 +285,15 @@ class ThreadFrontier:
             if not retained:
                 st.view.covered = False
 
-    def note_sent(self, room_id: str, thread_root_event_id: str, event_ids: Sequence[str],
-                  session_key: str | None = None, *, turn_trigger: str | None = None) -> None:
+    def note_sent(
+        self,
+        room_id: str,
+        thread_root_event_id: str,
+        event_ids: Sequence[str],
+        session_key: str | None = None,
+        *,
+        turn_trigger: str | None = None,
+    ) -> None:
         """The bot posted ``event_ids`` into thread ``(room_id, thread_root_event_id)``.
 
         ``session_key``: the session the post belongs to (its agent's reply, or a notice the
@@ -365,8 +400,9 @@ class ThreadFrontier:
     def _drop(self, st: SessionLedger, trigger_id: str) -> None:
         if st.drop(trigger_id):
             self.counters["turns_unanswered"] += 1
-            logger.info("Chatto frontier: turn %s ended without an answer; its message goes into the next block",
-                        trigger_id)
+            logger.info(
+                "Chatto frontier: turn %s ended without an answer; its message goes into the next block", trigger_id
+            )
 
     async def _drop_after_sends(self, st: SessionLedger, trigger_id: str, waiting: list[asyncio.Event]) -> None:
         await self._sends.settle(waiting, self.send_settle_timeout)
@@ -381,8 +417,9 @@ class ThreadFrontier:
             if room_id is None or st.room_id == room_id:
                 st.view.covered = False
 
-    async def block_for_turn(self, session_key: str, session_id: str | None, trigger: ChattoMessage,
-                             retained: bool) -> str | None:
+    async def block_for_turn(
+        self, session_key: str, session_id: str | None, trigger: ChattoMessage, retained: bool
+    ) -> str | None:
         """The ``[Earlier in this thread]`` block for the turn ``trigger`` starts in session
         ``session_key`` (``None`` when there is nothing to deliver).
 
@@ -396,8 +433,9 @@ class ThreadFrontier:
         """
         return (await self.start_turn(session_key, session_id, trigger, retained)).block
 
-    async def start_turn(self, session_key: str, session_id: str | None, trigger: ChattoMessage,
-                         retained: bool) -> TurnStart:
+    async def start_turn(
+        self, session_key: str, session_id: str | None, trigger: ChattoMessage, retained: bool
+    ) -> TurnStart:
         """:meth:`block_for_turn`, plus whether ``trigger`` already reached the session.
 
         A message can reach ingress after a later message of its thread was ingested: a
@@ -415,8 +453,12 @@ class ThreadFrontier:
             st = await self._state_for(session_key, session_id, trigger.thread)
             if st.reached(trigger.event_id):
                 self.counters["duplicate_triggers"] += 1
-                logger.info("Chatto frontier: %s already reached session %s (an earlier block or turn); "
-                            "not starting a second turn for it", trigger.event_id, session_key)
+                logger.info(
+                    "Chatto frontier: %s already reached session %s (an earlier block or turn); "
+                    "not starting a second turn for it",
+                    trigger.event_id,
+                    session_key,
+                )
                 return TurnStart(None, True)
             self.counters["turns"] += 1
             text, delivered = await self._reader.block(st, trigger, retained)
@@ -446,9 +488,19 @@ class ThreadFrontier:
         if st is None:
             return None
         v = st.view
-        return {"session_id": st.session_id, "room_id": st.room_id, "root_id": st.root_id,
-                "cursor": v.cursor, "held": list(v.held), "fresh": v.fresh, "covered": v.covered,
-                "pending": v.pending, "unseen": sorted(v.unseen), "dirty": v.dirty(), "ahead": list(v.ahead)}
+        return {
+            "session_id": st.session_id,
+            "room_id": st.room_id,
+            "root_id": st.root_id,
+            "cursor": v.cursor,
+            "held": list(v.held),
+            "fresh": v.fresh,
+            "covered": v.covered,
+            "pending": v.pending,
+            "unseen": sorted(v.unseen),
+            "dirty": v.dirty(),
+            "ahead": list(v.ahead),
+        }
 
     def ledger(self, session_key: str) -> SessionLedger | None:
         """The in-memory ledger of one session (tests and diagnostics; do not mutate)."""
@@ -511,10 +563,21 @@ class ThreadFrontier:
             self._register(st)
             return st
         row = await self._rows.load(session_key)
-        if (row is not None and (row.room_id, row.root_id) == thread
-                and (row.session_id is None or row.session_id == session_id)):
-            st = SessionLedger(session_key, session_id or row.session_id, room, root, cursor=row.cursor,
-                               held=row.held, fresh=False, owed=row.owed)
+        if (
+            row is not None
+            and (row.room_id, row.root_id) == thread
+            and (row.session_id is None or row.session_id == session_id)
+        ):
+            st = SessionLedger(
+                session_key,
+                session_id or row.session_id,
+                room,
+                root,
+                cursor=row.cursor,
+                held=row.held,
+                fresh=False,
+                owed=row.owed,
+            )
         else:
             if row is not None:
                 self.counters["reseeds"] += 1
@@ -536,9 +599,18 @@ class ThreadFrontier:
             return
         from ..store import FrontierRow
 
-        self._rows.schedule(FrontierRow(session_key=st.session_key, session_id=st.session_id, room_id=st.room_id,
-                                        root_id=st.root_id, cursor=st.row.cursor, held=tuple(st.row.held),
-                                        owed=st.row_owed(), updated_at=time.time()))
+        self._rows.schedule(
+            FrontierRow(
+                session_key=st.session_key,
+                session_id=st.session_id,
+                room_id=st.room_id,
+                root_id=st.root_id,
+                cursor=st.row.cursor,
+                held=tuple(st.row.held),
+                owed=st.row_owed(),
+                updated_at=time.time(),
+            )
+        )
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         try:
@@ -564,8 +636,16 @@ class ThreadFrontier:
             row = await self._rows.load(session_key)
             if row is None or (row.room_id, row.root_id) != thread:
                 return
-            st = SessionLedger(session_key, row.session_id, row.room_id, row.root_id, cursor=row.cursor,
-                               held=row.held, fresh=False, owed=row.owed)
+            st = SessionLedger(
+                session_key,
+                row.session_id,
+                row.room_id,
+                row.root_id,
+                cursor=row.cursor,
+                held=row.held,
+                fresh=False,
+                owed=row.owed,
+            )
             for i in ids:
                 st.note_own(i)
             self._register(st)
@@ -587,13 +667,21 @@ class _BlockReader:
         f = self._f
         view = st.view
         view.hold(trigger.event_id)
-        plan = plan_read(cursor=view.cursor, held_count=len(view.held), fresh=view.fresh,
-                         trigger_is_root=not trigger.is_reply,
-                         trigger_has_replies=bool(trigger.has_thread or trigger.reply_count),
-                         retained=retained, covered=view.covered and retained,
-                         dirty=view.dirty_before(trigger.event_id), pending=view.pending,
-                         window=f.effective_window, max_page=f.max_page, compact_at=f.compact_at,
-                         reach=view.reach(trigger.event_id))
+        plan = plan_read(
+            cursor=view.cursor,
+            held_count=len(view.held),
+            fresh=view.fresh,
+            trigger_is_root=not trigger.is_reply,
+            trigger_has_replies=bool(trigger.has_thread or trigger.reply_count),
+            retained=retained,
+            covered=view.covered and retained,
+            dirty=view.dirty_before(trigger.event_id),
+            pending=view.pending,
+            window=f.effective_window,
+            max_page=f.max_page,
+            compact_at=f.compact_at,
+            reach=view.reach(trigger.event_id),
+        )
         st.take_trigger(trigger.event_id)
         owed = await self._owed_messages(st) if st.turns.owed else ([], {})
         if not plan.read:
@@ -610,13 +698,17 @@ class _BlockReader:
         one ``fetch_around`` per id, concurrently. A message that is gone (not found,
         deleted) is no longer owed; one that fails otherwise stays owed for a later turn."""
         if self._f._fetch_around is None:
-            logger.warning("Chatto frontier: %d owed message(s) of thread %s cannot be fetched (no fetch_around)",
-                           len(st.turns.owed), st.root_id)
+            logger.warning(
+                "Chatto frontier: %d owed message(s) of thread %s cannot be fetched (no fetch_around)",
+                len(st.turns.owed),
+                st.root_id,
+            )
             return [], {}
         ids = list(st.turns.owed)[: self._f.effective_window]
         self._f.counters["owed_reads"] += len(ids)
-        results = await asyncio.gather(*(self._f._fetch_around(st.room_id, st.root_id, i, limit=1) for i in ids),
-                                       return_exceptions=True)
+        results = await asyncio.gather(
+            *(self._f._fetch_around(st.room_id, st.root_id, i, limit=1) for i in ids), return_exceptions=True
+        )
         msgs: list[ChattoMessage] = []
         users: dict[str, ChattoUser] = {}
         for event_id, res in zip(ids, results, strict=True):
@@ -624,8 +716,9 @@ class _BlockReader:
                 if isinstance(res, ChattoNotFound):
                     st.forget_owed(event_id)
                 else:
-                    logger.warning("Chatto frontier: fetching owed message %s failed (%s); kept for a later turn",
-                                   event_id, res)
+                    logger.warning(
+                        "Chatto frontier: fetching owed message %s failed (%s); kept for a later turn", event_id, res
+                    )
                 continue
             page, _ = res
             m = next((m for m in page.messages if m.event_id == event_id), None)
@@ -637,14 +730,37 @@ class _BlockReader:
         msgs.sort(key=lambda m: m.created_at or 0.0)
         return msgs, users
 
-    def _fit(self, msgs: Sequence[ChattoMessage], users: Mapping[str, ChattoUser], trigger: ChattoMessage, *,
-             more_pending: bool, older_omitted: int) -> tuple[str, int]:
-        return render_block_fit(msgs, bot_user_id=self._f.bot_user_id, users=users, more_pending=more_pending,
-                                max_bytes=self._f.max_bytes, older_omitted=older_omitted, ref_time=trigger.created_at)
+    def _fit(
+        self,
+        msgs: Sequence[ChattoMessage],
+        users: Mapping[str, ChattoUser],
+        trigger: ChattoMessage,
+        *,
+        more_pending: bool,
+        older_omitted: int,
+    ) -> tuple[str, int]:
+        return render_block_fit(
+            msgs,
+            bot_user_id=self._f.bot_user_id,
+            users=users,
+            more_pending=more_pending,
+            max_bytes=self._f.max_bytes,
+            older_omitted=older_omitted,
+            ref_time=trigger.created_at,
+        )
 
-    def _render(self, st: SessionLedger, owed: _Owed, page_msgs: Sequence[ChattoMessage],
-                page_users: Mapping[str, ChattoUser] | None, trigger: ChattoMessage, *, more_pending: bool,
-                older_omitted: int = 0, rendered: tuple[str, int] | None = None) -> tuple[str | None, list[str]]:
+    def _render(
+        self,
+        st: SessionLedger,
+        owed: _Owed,
+        page_msgs: Sequence[ChattoMessage],
+        page_users: Mapping[str, ChattoUser] | None,
+        trigger: ChattoMessage,
+        *,
+        more_pending: bool,
+        older_omitted: int = 0,
+        rendered: tuple[str, int] | None = None,
+    ) -> tuple[str | None, list[str]]:
         """Render owed + page messages (time order) and take the owed ones that made it
         into the block off the owed list. Returns ``(block or None, delivered ids)``; when
         not everything fits, trailing messages are left out (an owed one stays owed; the
@@ -655,9 +771,13 @@ class _BlockReader:
         if not msgs:
             return None, []
         if rendered is None:
-            rendered = self._fit(msgs, {**extra_users, **(page_users or {})}, trigger,
-                                 more_pending=more_pending or len(st.turns.owed) > len(extra),
-                                 older_omitted=older_omitted)
+            rendered = self._fit(
+                msgs,
+                {**extra_users, **(page_users or {})},
+                trigger,
+                more_pending=more_pending or len(st.turns.owed) > len(extra),
+                older_omitted=older_omitted,
+            )
         text, n = rendered
         shown = msgs[:n] if text else []
         if text:
@@ -695,32 +815,53 @@ class _BlockReader:
             self._read_failed(st, exc)
             return None
 
-    def _plan_fitting(self, st: SessionLedger, page: TimelinePage, plan: ReadPlan, cursor: str | None,
-                      held: tuple[str, ...], trigger: ChattoMessage,
-                      owed: _Owed) -> tuple[Delivery, _Owed, tuple[str, int] | None]:
+    def _plan_fitting(
+        self,
+        st: SessionLedger,
+        page: TimelinePage,
+        plan: ReadPlan,
+        cursor: str | None,
+        held: tuple[str, ...],
+        trigger: ChattoMessage,
+        owed: _Owed,
+    ) -> tuple[Delivery, _Owed, tuple[str, int] | None]:
         """The page's delivery cut to what fits the byte bound together with the owed
         messages (time order): one render when everything fits (returned, to reuse);
         otherwise the page part is re-planned to what fitted and ``None`` is returned for
         the render (the caller renders again, with the pending note)."""
+
         def plan_page(window: int) -> Delivery:
-            return plan_delivery(page, cursor=cursor, held=held, trigger_id=trigger.event_id, root_id=st.root_id,
-                                 window=window, limit=plan.limit, trigger_created_at=trigger.created_at)
+            return plan_delivery(
+                page,
+                cursor=cursor,
+                held=held,
+                trigger_id=trigger.event_id,
+                root_id=st.root_id,
+                window=window,
+                limit=plan.limit,
+                trigger_created_at=trigger.created_at,
+            )
 
         d = plan_page(max(0, self._f.effective_window - len(owed[0])))
         msgs = sorted([*owed[0], *d.messages], key=lambda m: m.created_at or 0.0)
         if not msgs:
             return d, owed, None
-        rendered = self._fit(msgs, {**owed[1], **page.users}, trigger,
-                             more_pending=d.more_pending or len(st.turns.owed) > len(owed[0]),
-                             older_omitted=d.older_omitted)
+        rendered = self._fit(
+            msgs,
+            {**owed[1], **page.users},
+            trigger,
+            more_pending=d.more_pending or len(st.turns.owed) > len(owed[0]),
+            older_omitted=d.older_omitted,
+        )
         if rendered[1] >= len(msgs):
             return d, owed, rendered
-        fit = {m.event_id for m in msgs[:rendered[1]]}
+        fit = {m.event_id for m in msgs[: rendered[1]]}
         owed = ([m for m in owed[0] if m.event_id in fit], owed[1])
         return plan_page(sum(1 for m in d.messages if m.event_id in fit)), owed, None
 
-    async def _read_and_render(self, st: SessionLedger, plan: ReadPlan, trigger: ChattoMessage,
-                               retained: bool, owed: _Owed) -> tuple[str | None, list[str]]:
+    async def _read_and_render(
+        self, st: SessionLedger, plan: ReadPlan, trigger: ChattoMessage, retained: bool, owed: _Owed
+    ) -> tuple[str | None, list[str]]:
         """One read as ``plan`` says, the block it yields, and the view moved to the new frontier."""
         view = st.view
         snap_held = tuple(view.held)
@@ -736,14 +877,27 @@ class _BlockReader:
         if has_unheld_own(page, held_now, self._f.bot_user_id) and await self._settle_own_sends(st):
             held_now = tuple(view.held)
         d, owed, rendered = self._plan_fitting(st, page, plan, cursor, held_now, trigger, owed)
-        text, delivered = self._render(st, owed, d.messages, page.users, trigger,
-                                       more_pending=d.more_pending or rendered is None,
-                                       older_omitted=d.older_omitted, rendered=rendered)
+        text, delivered = self._render(
+            st,
+            owed,
+            d.messages,
+            page.users,
+            trigger,
+            more_pending=d.more_pending or rendered is None,
+            older_omitted=d.older_omitted,
+            rendered=rendered,
+        )
         # ids noted while the page was in flight and not on it (posted after the read) stay held
         snap_set = set(snap_held)
         added = [i for i in held_now if i not in snap_set and i not in d.page_ids]
-        view.apply_page(d, added=added, owed=st.turns.owed, retained=retained, unseen_before=snap_unseen,
-                        positions=reply_positions(page, plan, d, st.root_id))
+        view.apply_page(
+            d,
+            added=added,
+            owed=st.turns.owed,
+            retained=retained,
+            unseen_before=snap_unseen,
+            positions=reply_positions(page, plan, d, st.root_id),
+        )
         return text, delivered
 
     async def _settle_own_sends(self, st: SessionLedger) -> bool:
@@ -755,8 +909,12 @@ class _BlockReader:
         self._f.counters["send_waits"] += 1
         if not await self._f._sends.settle(waiting, self._f.send_settle_timeout):
             self._f.counters["send_wait_timeouts"] += 1
-            logger.warning("Chatto frontier: own delivery into thread %s still in flight after %.0f s; "
-                           "its messages may appear in this block", st.root_id, self._f.send_settle_timeout)
+            logger.warning(
+                "Chatto frontier: own delivery into thread %s still in flight after %.0f s; "
+                "its messages may appear in this block",
+                st.root_id,
+                self._f.send_settle_timeout,
+            )
         return True
 
     def _read_failed(self, st: SessionLedger, exc: BaseException) -> None:

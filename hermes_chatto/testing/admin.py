@@ -39,8 +39,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ADMIN_PREFIX = "/_local/admin"
 
-_HTTP = {"bad_request": 400, "invalid_argument": 400, "failed_precondition": 400, "unauthenticated": 401,
-         "permission_denied": 403, "not_found": 404, "already_exists": 409, "resource_exhausted": 429}
+_HTTP = {
+    "bad_request": 400,
+    "invalid_argument": 400,
+    "failed_precondition": 400,
+    "unauthenticated": 401,
+    "permission_denied": 403,
+    "not_found": 404,
+    "already_exists": 409,
+    "resource_exhausted": 429,
+}
 
 
 class AdminError(Exception):
@@ -114,11 +122,20 @@ def _perms(args: dict, scope_server: bool) -> list[str]:
 def message_json(m: ChattoMessage) -> dict:
     """One message as the CLI prints it (times are epoch seconds)."""
     author = m.author
-    return {"id": m.event_id, "room_id": m.room_id, "author_id": m.author_id,
-            "author": (author.login if author else "") or m.author_id,
-            "author_is_bot": bool(author and author.is_bot), "body": m.body, "created_at": m.created_at,
-            "edited": m.is_edited, "deleted": m.is_deleted, "thread_root_id": m.thread_root_event_id,
-            "reply_count": m.reply_count, "echo_of": m.echo_of_event_id}
+    return {
+        "id": m.event_id,
+        "room_id": m.room_id,
+        "author_id": m.author_id,
+        "author": (author.login if author else "") or m.author_id,
+        "author_is_bot": bool(author and author.is_bot),
+        "body": m.body,
+        "created_at": m.created_at,
+        "edited": m.is_edited,
+        "deleted": m.is_deleted,
+        "thread_root_id": m.thread_root_event_id,
+        "reply_count": m.reply_count,
+        "echo_of": m.echo_of_event_id,
+    }
 
 
 # ----------------------------------------------------------------------------- operations
@@ -130,15 +147,30 @@ def op_status(srv: LocalChatto, args: dict) -> dict:
     bot = _bot(srv, _arg(args, "user"))
     s = srv.state
     with s.lock:
-        people = [{"id": u.id, "login": u.login, "name": u.display_name, "is_bot": u.is_bot}
-                  for u in s.users.values() if not u.deleted]
+        people = [
+            {"id": u.id, "login": u.login, "name": u.display_name, "is_bot": u.is_bot}
+            for u in s.users.values()
+            if not u.deleted
+        ]
         rooms = []
         for r in s.rooms.values():
             members = [s.users[m].login for m in r.members if m in s.users]
-            rooms.append({"id": r.id, "kind": r.kind, "name": r.name, "members": members,
-                          "bot_permissions": sorted(s.effective(bot.id, r))})
-    return {"url": srv.base_url, "bot": bot.login, "bot_connections": len(srv.connections(bot.id)),
-            "people": people, "rooms": rooms}
+            rooms.append(
+                {
+                    "id": r.id,
+                    "kind": r.kind,
+                    "name": r.name,
+                    "members": members,
+                    "bot_permissions": sorted(s.effective(bot.id, r)),
+                }
+            )
+    return {
+        "url": srv.base_url,
+        "bot": bot.login,
+        "bot_connections": len(srv.connections(bot.id)),
+        "people": people,
+        "rooms": rooms,
+    }
 
 
 def op_add_person(srv: LocalChatto, args: dict) -> dict:
@@ -156,9 +188,13 @@ def op_post(srv: LocalChatto, args: dict) -> dict:
     """Post as a person (``as``) in ``room``, optionally as a reply in ``thread``."""
     u = _user(srv, _arg(args, "as", required=True))
     room = _room(srv, _arg(args, "room", required=True))
-    m = srv.post(u.id, room.id, _arg(args, "text", required=True),
-                 thread_root_event_id=_arg(args, "thread", "") or "",
-                 also_send_to_channel=bool(_arg(args, "also_send_to_channel", False)))
+    m = srv.post(
+        u.id,
+        room.id,
+        _arg(args, "text", required=True),
+        thread_root_event_id=_arg(args, "thread", "") or "",
+        also_send_to_channel=bool(_arg(args, "also_send_to_channel", False)),
+    )
     return {"message": message_json(m)}
 
 
@@ -176,8 +212,11 @@ def op_read(srv: LocalChatto, args: dict) -> dict:
         msgs = srv.room_messages(room.id)
     if limit > 0:
         msgs = msgs[-limit:]
-    return {"room": {"id": room.id, "name": room.name, "kind": room.kind},
-            "thread": thread, "messages": [message_json(m) for m in msgs]}
+    return {
+        "room": {"id": room.id, "name": room.name, "kind": room.kind},
+        "thread": thread,
+        "messages": [message_json(m) for m in msgs],
+    }
 
 
 def _grant_or_revoke(srv: LocalChatto, args: dict, grant: bool) -> dict:
@@ -186,8 +225,7 @@ def _grant_or_revoke(srv: LocalChatto, args: dict, grant: bool) -> dict:
     room = None if server_scope else _room(srv, _arg(args, "room", required=True))
     perms = _perms(args, server_scope)
     (srv.grant if grant else srv.revoke)(room.id if room else None, bot.id, *perms)
-    out: dict = {"user": bot.login, "scope": "server" if room is None else (room.name or room.id),
-                 "changed": perms}
+    out: dict = {"user": bot.login, "scope": "server" if room is None else (room.name or room.id), "changed": perms}
     if room is not None:
         out["effective"] = sorted(srv.state.effective(bot.id, room))
     return out
@@ -215,8 +253,13 @@ def op_rotate_key(srv: LocalChatto, args: dict) -> dict:
 
 
 OPS: dict[str, Callable[[LocalChatto, dict], dict]] = {
-    "status": op_status, "add-person": op_add_person, "post": op_post, "read": op_read,
-    "grant": op_grant, "revoke": op_revoke, "rotate-key": op_rotate_key,
+    "status": op_status,
+    "add-person": op_add_person,
+    "post": op_post,
+    "read": op_read,
+    "grant": op_grant,
+    "revoke": op_revoke,
+    "rotate-key": op_rotate_key,
 }
 
 
@@ -246,8 +289,9 @@ async def admin_endpoint(request):
         return Response(b"", status_code=404)
     given = request.headers.get("authorization", "")
     if not secrets.compare_digest(given.encode(), f"Bearer {key}".encode()):
-        return JSONResponse({"error": "missing or wrong admin key (CHATTO_ADMIN_KEY)", "code": "unauthenticated"},
-                            status_code=401)
+        return JSONResponse(
+            {"error": "missing or wrong admin key (CHATTO_ADMIN_KEY)", "code": "unauthenticated"}, status_code=401
+        )
     if request.method != "POST":
         return JSONResponse({"error": "use POST", "code": "bad_request"}, status_code=405)
     try:

@@ -70,110 +70,188 @@ class CliError(Exception):
 def _client_options() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("connection")
-    g.add_argument("--url", default=None,
-                   help="base URL of the running local server (default: $CHATTO_URL)")
-    g.add_argument("--admin-key", default=None,
-                   help="its admin key, printed by serve as CHATTO_ADMIN_KEY (default: $CHATTO_ADMIN_KEY)")
+    g.add_argument("--url", default=None, help="base URL of the running local server (default: $CHATTO_URL)")
+    g.add_argument(
+        "--admin-key",
+        default=None,
+        help="its admin key, printed by serve as CHATTO_ADMIN_KEY (default: $CHATTO_ADMIN_KEY)",
+    )
     g.add_argument("--json", action="store_true", help="print the server's JSON answer (default: text)")
     g.add_argument("--timeout", type=float, default=10.0, help="seconds per HTTP request (default: 10)")
     return p
 
 
 def _bot_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--user", default=None, metavar="LOGIN",
-                   help="the bot account to change (default: the demo bot helper_bot)")
+    p.add_argument(
+        "--user", default=None, metavar="LOGIN", help="the bot account to change (default: the demo bot helper_bot)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+        prog=PROG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
         description="The local Chatto server (a protocol-faithful subset of Chatto 0.5 for tests, the demo "
-                    "and trying the bot by hand) and commands that act on a running one as a person or "
-                    "as its admin.")
+        "and trying the bot by hand) and commands that act on a running one as a person or "
+        "as its admin.",
+    )
     subs = ap.add_subparsers(dest="command", metavar="COMMAND")
     client = _client_options()
 
-    s = subs.add_parser("serve", help="start the server with the demo world and print its credentials",
-                        description="Start the local Chatto server with the demo world (person alice, bot "
-                                    "helper_bot, channel general, the DM alice <-> bot) and serve until "
-                                    "Ctrl-C. Prints CHATTO_URL, CHATTO_BOT_KEY, CHATTO_USER_KEY (alice), "
-                                    "CHATTO_ADMIN_KEY and CHATTO_HOME_CHANNEL (#general) first. Needs the "
-                                    "server extra.")
+    s = subs.add_parser(
+        "serve",
+        help="start the server with the demo world and print its credentials",
+        description="Start the local Chatto server with the demo world (person alice, bot "
+        "helper_bot, channel general, the DM alice <-> bot) and serve until "
+        "Ctrl-C. Prints CHATTO_URL, CHATTO_BOT_KEY, CHATTO_USER_KEY (alice), "
+        "CHATTO_ADMIN_KEY and CHATTO_HOME_CHANNEL (#general) first. Needs the "
+        "server extra.",
+    )
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     s.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default: 0)")
-    s.add_argument("--state", default=None, metavar="PATH",
-                   help="JSON file keeping rooms, messages and keys across restarts (default: none, in memory)")
-    s.add_argument("--heartbeat", type=float, default=15.0,
-                   help="realtime heartbeat interval in seconds (default: 15)")
-    s.add_argument("--admin-key", default=None,
-                   help="admin key the other commands must present (default: a new random one per start)")
-    s.add_argument("--env-file", default=None, metavar="PATH",
-                   help="also write the CHATTO_* lines to this file, e.g. $HERMES_HOME/.env; other lines "
-                        "in it are kept, and the bot key line is updated after rotate-key (default: none)")
+    s.add_argument(
+        "--state",
+        default=None,
+        metavar="PATH",
+        help="JSON file keeping rooms, messages and keys across restarts (default: none, in memory)",
+    )
+    s.add_argument("--heartbeat", type=float, default=15.0, help="realtime heartbeat interval in seconds (default: 15)")
+    s.add_argument(
+        "--admin-key",
+        default=None,
+        help="admin key the other commands must present (default: a new random one per start)",
+    )
+    s.add_argument(
+        "--env-file",
+        default=None,
+        metavar="PATH",
+        help="also write the CHATTO_* lines to this file, e.g. $HERMES_HOME/.env; other lines "
+        "in it are kept, and the bot key line is updated after rotate-key (default: none)",
+    )
 
-    m = subs.add_parser("model", help="serve the scripted offline model (OpenAI-compatible) on loopback",
-                        description="Serve the deterministic scripted model the demo uses, for a Hermes "
-                                    "gateway without a real model: it answers each turn with a short "
-                                    "text that says what context it received. Prints MODEL_BASE_URL.")
+    m = subs.add_parser(
+        "model",
+        help="serve the scripted offline model (OpenAI-compatible) on loopback",
+        description="Serve the deterministic scripted model the demo uses, for a Hermes "
+        "gateway without a real model: it answers each turn with a short "
+        "text that says what context it received. Prints MODEL_BASE_URL.",
+    )
     m.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default: 127.0.0.1)")
     m.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default: 0)")
 
-    st = subs.add_parser("status", parents=[client], help="people, rooms, the bot's permissions; is it online",
-                         description="List people and bots, rooms with members, the bot's effective "
-                                     "permissions in each room, and whether the bot is online (connected "
-                                     "over realtime, e.g. by a running gateway).")
-    st.add_argument("--wait-for-bot", type=float, default=0.0, metavar="SECONDS",
-                    help="first wait up to SECONDS until the bot is online, e.g. after starting the "
-                         "gateway; exit 1 if it does not come (default: 0, no waiting)")
+    st = subs.add_parser(
+        "status",
+        parents=[client],
+        help="people, rooms, the bot's permissions; is it online",
+        description="List people and bots, rooms with members, the bot's effective "
+        "permissions in each room, and whether the bot is online (connected "
+        "over realtime, e.g. by a running gateway).",
+    )
+    st.add_argument(
+        "--wait-for-bot",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="first wait up to SECONDS until the bot is online, e.g. after starting the "
+        "gateway; exit 1 if it does not come (default: 0, no waiting)",
+    )
 
-    a = subs.add_parser("add-person", parents=[client], help="create a person (human account) and its key",
-                        description="Create a human account, add it to rooms and print its id and bearer token.")
+    a = subs.add_parser(
+        "add-person",
+        parents=[client],
+        help="create a person (human account) and its key",
+        description="Create a human account, add it to rooms and print its id and bearer token.",
+    )
     a.add_argument("login", help="login of the new person, e.g. bob")
     a.add_argument("--name", default="", help="display name (default: none, the login is shown)")
-    a.add_argument("--room", action="append", default=None, metavar="ROOM",
-                   help="room to join; repeat for several (default: general)")
+    a.add_argument(
+        "--room",
+        action="append",
+        default=None,
+        metavar="ROOM",
+        help="room to join; repeat for several (default: general)",
+    )
     a.add_argument("--no-room", action="store_true", help="join no room (default: off)")
 
-    p = subs.add_parser("post", parents=[client], help="post a message as a person (in a room or a thread)",
-                        description="Post as a person, with the same rules as Chatto's CreateMessage (the "
-                                    "person needs the permissions). Prints the new message's id.")
+    p = subs.add_parser(
+        "post",
+        parents=[client],
+        help="post a message as a person (in a room or a thread)",
+        description="Post as a person, with the same rules as Chatto's CreateMessage (the "
+        "person needs the permissions). Prints the new message's id.",
+    )
     p.add_argument("text", help="message text (Markdown); mention the bot with @helper_bot")
     p.add_argument("--as", dest="as_", default="alice", metavar="LOGIN", help="who posts (default: alice)")
-    p.add_argument("--room", default="general",
-                   help="channel name, room id, or dm:<login> for that person's DM with the bot (default: general)")
-    p.add_argument("--thread", default="", metavar="ID",
-                   help="reply in the thread under this root message id (default: none, a new root)")
-    p.add_argument("--also-to-channel", action="store_true",
-                   help="with --thread: also show the reply in the channel (default: off)")
+    p.add_argument(
+        "--room",
+        default="general",
+        help="channel name, room id, or dm:<login> for that person's DM with the bot (default: general)",
+    )
+    p.add_argument(
+        "--thread",
+        default="",
+        metavar="ID",
+        help="reply in the thread under this root message id (default: none, a new root)",
+    )
+    p.add_argument(
+        "--also-to-channel",
+        action="store_true",
+        help="with --thread: also show the reply in the channel (default: off)",
+    )
 
-    r = subs.add_parser("read", parents=[client], help="print a room's messages or one thread",
-                        description="Print a room's timeline, or with --thread the root and its replies, "
-                                    "oldest first: id, time, author, text.")
-    r.add_argument("--room", default="general",
-                   help="channel name, room id, or dm:<login> (default: general)")
+    r = subs.add_parser(
+        "read",
+        parents=[client],
+        help="print a room's messages or one thread",
+        description="Print a room's timeline, or with --thread the root and its replies, "
+        "oldest first: id, time, author, text.",
+    )
+    r.add_argument("--room", default="general", help="channel name, room id, or dm:<login> (default: general)")
     r.add_argument("--thread", default="", metavar="ID", help="root message id of the thread (default: none)")
     r.add_argument("--limit", type=int, default=0, help="show only the last N messages; 0 = all (default: 0)")
-    r.add_argument("--wait-for-bot", type=float, default=0.0, metavar="SECONDS",
-                   help="first wait up to SECONDS until the newest message shown is a bot's, e.g. the reply "
-                        "to your post; exit 1 if it does not come (default: 0, no waiting)")
+    r.add_argument(
+        "--wait-for-bot",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="first wait up to SECONDS until the newest message shown is a bot's, e.g. the reply "
+        "to your post; exit 1 if it does not come (default: 0, no waiting)",
+    )
 
     for name, verb, what in (("grant", "grant", "give"), ("revoke", "revoke", "take away")):
-        g = subs.add_parser(name, parents=[client], help=f"{verb} permissions for the bot in a room",
-                            description=f"{what.capitalize()} room permissions of the bot (or --user) in one "
-                                        "room, or at server scope. A room-scope revoke also overrides a "
-                                        "server-scope grant there. Like any permission change on Chatto, "
-                                        "it resets the bot's realtime projection.")
-        g.add_argument("permissions", nargs="+", metavar="PERMISSION",
-                       help="e.g. message.post, message.post-in-thread, message.react, room.join")
-        g.add_argument("--room", default=None,
-                       help="channel name, room id, or dm:<login> (default: none; required unless --server-scope)")
-        g.add_argument("--server-scope", action="store_true",
-                       help=f"{verb} at server scope instead of in one room (default: off)")
+        g = subs.add_parser(
+            name,
+            parents=[client],
+            help=f"{verb} permissions for the bot in a room",
+            description=f"{what.capitalize()} room permissions of the bot (or --user) in one "
+            "room, or at server scope. A room-scope revoke also overrides a "
+            "server-scope grant there. Like any permission change on Chatto, "
+            "it resets the bot's realtime projection.",
+        )
+        g.add_argument(
+            "permissions",
+            nargs="+",
+            metavar="PERMISSION",
+            help="e.g. message.post, message.post-in-thread, message.react, room.join",
+        )
+        g.add_argument(
+            "--room",
+            default=None,
+            help="channel name, room id, or dm:<login> (default: none; required unless --server-scope)",
+        )
+        g.add_argument(
+            "--server-scope", action="store_true", help=f"{verb} at server scope instead of in one room (default: off)"
+        )
         _bot_option(g)
 
-    k = subs.add_parser("rotate-key", parents=[client], help="give the bot a new key (the old one stops working)",
-                        description="Rotate the bot's API key: the old key stops working at once and the "
-                                    "bot's realtime sockets are closed. Prints CHATTO_BOT_KEY=<new key>.")
+    k = subs.add_parser(
+        "rotate-key",
+        parents=[client],
+        help="give the bot a new key (the old one stops working)",
+        description="Rotate the bot's API key: the old key stops working at once and the "
+        "bot's realtime sockets are closed. Prints CHATTO_BOT_KEY=<new key>.",
+    )
     _bot_option(k)
     return ap
 
@@ -214,9 +292,12 @@ def _serve_until_signal(stop_fn: Callable[[], None]) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     missing = _missing_server_extra()
     if missing:
-        raise CliError(f"the local Chatto server needs the [server] extra (missing: {', '.join(missing)}); "
-                       "install it with: pip install 'hermes-chatto[server]'  (from a checkout: "
-                       "pip install '.[server]')", 2)
+        raise CliError(
+            f"the local Chatto server needs the [server] extra (missing: {', '.join(missing)}); "
+            "install it with: pip install 'hermes-chatto[server]'  (from a checkout: "
+            "pip install '.[server]')",
+            2,
+        )
     from .server import LocalChatto
 
     srv = LocalChatto.demo(state_path=args.state, heartbeat_interval=args.heartbeat)
@@ -239,8 +320,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         srv.admin_listeners.append(_rewrite)
         print(f"# wrote {', '.join(values)} to {args.env_file}")
-    print(f"# bot user id {w.bot_id} (login {w.bot_login}); alice {w.alice_id}; "
-          f"channel general {w.general_id}; DM {w.dm_id}")
+    print(
+        f"# bot user id {w.bot_id} (login {w.bot_login}); alice {w.alice_id}; "
+        f"channel general {w.general_id}; DM {w.dm_id}"
+    )
     print(f"# serving; try: {PROG} --help   (Ctrl-C stops)")
     sys.stdout.flush()
 
@@ -280,8 +363,9 @@ def call(args: argparse.Namespace, op: str, body: dict) -> dict:
     if not key:
         raise CliError("no admin key: pass --admin-key or set CHATTO_ADMIN_KEY (serve prints it)", 2)
     try:
-        resp = httpx.post(f"{url}/_local/admin/{op}", json=body, timeout=args.timeout,
-                          headers={"Authorization": f"Bearer {key}"})
+        resp = httpx.post(
+            f"{url}/_local/admin/{op}", json=body, timeout=args.timeout, headers={"Authorization": f"Bearer {key}"}
+        )
     except httpx.HTTPError as e:
         raise CliError(f"cannot reach the local server at {url}: {e} (is `{PROG} serve` running?)", 2) from None
     try:
@@ -328,22 +412,27 @@ def cmd_status(args: argparse.Namespace) -> int:
         n = d["bot_connections"]
         online = f"online ({n} realtime connection{'s' if n != 1 else ''})" if n else "offline"
         out = [f"server {d['url']}", f"bot {d['bot']}: {online}", "people:"]
-        out += [f"  {p['login']:<16} {p['id']}  {'bot' if p['is_bot'] else 'person'}"
-                + (f"  ({p['name']})" if p["name"] else "") for p in d["people"]]
+        out += [
+            f"  {p['login']:<16} {p['id']}  {'bot' if p['is_bot'] else 'person'}"
+            + (f"  ({p['name']})" if p["name"] else "")
+            for p in d["people"]
+        ]
         out.append(f"rooms (and what {d['bot']} may do there):")
         for r in d["rooms"]:
             label = f"#{r['name']}" if r["kind"] == "channel" else "dm " + "+".join(r["members"])
             out.append(f"  {label:<24} {r['id']}  members: {', '.join(r['members'])}")
             out.append(f"  {'':<24} {d['bot']}: {', '.join(r['bot_permissions']) or '(nothing)'}")
         return "\n".join(out)
+
     data = call(args, "status", {})
     if args.wait_for_bot > 0:
         deadline = time.monotonic() + args.wait_for_bot
         while not data["bot_connections"]:
             if time.monotonic() >= deadline:
                 _out(args, data, text)
-                raise CliError(f"the bot did not come online within {args.wait_for_bot:g} s "
-                               "(is the gateway running? see its log)")
+                raise CliError(
+                    f"the bot did not come online within {args.wait_for_bot:g} s (is the gateway running? see its log)"
+                )
             time.sleep(0.25)
             data = call(args, "status", {})
     return _out(args, data, text)
@@ -352,15 +441,29 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_add_person(args: argparse.Namespace) -> int:
     rooms = [] if args.no_room else (args.room or ["general"])
     data = call(args, "add-person", {"login": args.login, "name": args.name, "rooms": rooms})
-    return _out(args, data, lambda d: f"added {d['login']} {d['id']} (rooms: {', '.join(d['rooms']) or 'none'})\n"
-                                      f"CHATTO_USER_KEY={d['token']}")
+    return _out(
+        args,
+        data,
+        lambda d: (
+            f"added {d['login']} {d['id']} (rooms: {', '.join(d['rooms']) or 'none'})\nCHATTO_USER_KEY={d['token']}"
+        ),
+    )
 
 
 def cmd_post(args: argparse.Namespace) -> int:
     if args.also_to_channel and not args.thread:
         raise CliError("--also-to-channel needs --thread", 2)
-    data = call(args, "post", {"as": args.as_, "room": args.room, "text": args.text, "thread": args.thread,
-                               "also_send_to_channel": args.also_to_channel})
+    data = call(
+        args,
+        "post",
+        {
+            "as": args.as_,
+            "room": args.room,
+            "text": args.text,
+            "thread": args.thread,
+            "also_send_to_channel": args.also_to_channel,
+        },
+    )
     # Only the id on stdout, so that ROOT=$(... post ...) captures it.
     return _out(args, data, lambda d: d["message"]["id"])
 
@@ -373,8 +476,10 @@ def cmd_read(args: argparse.Namespace) -> int:
         while not (data["messages"] and data["messages"][-1]["author_is_bot"]):
             if time.monotonic() >= deadline:
                 _out(args, data, _read_text)
-                raise CliError(f"no reply from a bot within {args.wait_for_bot:g} s "
-                               "(is the gateway running and allowed to answer?)")
+                raise CliError(
+                    f"no reply from a bot within {args.wait_for_bot:g} s "
+                    "(is the gateway running and allowed to answer?)"
+                )
             time.sleep(0.25)
             data = call(args, "read", body)
     return _out(args, data, _read_text)
@@ -392,15 +497,20 @@ def _perm_cmd(op: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         if not args.server_scope and not args.room:
             raise CliError(f"{op}: name a room with --room (or use --server-scope)", 2)
-        data = call(args, op, {"permissions": args.permissions, "room": args.room,
-                               "server_scope": args.server_scope, "user": args.user})
+        data = call(
+            args,
+            op,
+            {"permissions": args.permissions, "room": args.room, "server_scope": args.server_scope, "user": args.user},
+        )
 
         def text(d: dict) -> str:
             out = f"{op}{'ed' if op == 'grant' else 'd'} {', '.join(d['changed'])} for {d['user']} in {d['scope']}"
             if "effective" in d:
                 out += f"\nnow {d['user']} may: {', '.join(d['effective']) or '(nothing)'}"
             return out
+
         return _out(args, data, text)
+
     return run
 
 
@@ -410,8 +520,14 @@ def cmd_rotate_key(args: argparse.Namespace) -> int:
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "serve": cmd_serve, "model": cmd_model, "status": cmd_status, "add-person": cmd_add_person,
-    "post": cmd_post, "read": cmd_read, "grant": _perm_cmd("grant"), "revoke": _perm_cmd("revoke"),
+    "serve": cmd_serve,
+    "model": cmd_model,
+    "status": cmd_status,
+    "add-person": cmd_add_person,
+    "post": cmd_post,
+    "read": cmd_read,
+    "grant": _perm_cmd("grant"),
+    "revoke": _perm_cmd("revoke"),
     "rotate-key": cmd_rotate_key,
 }
 

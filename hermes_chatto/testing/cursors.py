@@ -73,7 +73,7 @@ class Sealer:
     def seal(self, payload: dict) -> str:
         raw = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
         nonce = secrets.token_bytes(12)
-        ct = bytes(a ^ b for a, b in zip(raw, self._stream(nonce, len(raw))))
+        ct = bytes(a ^ b for a, b in zip(raw, self._stream(nonce, len(raw)), strict=True))
         tag = hmac.new(self.secret, bytes([self.VERSION]) + nonce + ct, hashlib.sha256).digest()[:16]
         return b64url(bytes([self.VERSION]) + nonce + ct + tag)
 
@@ -85,7 +85,7 @@ class Sealer:
         want = hmac.new(self.secret, blob[:1] + nonce + ct, hashlib.sha256).digest()[:16]
         if not hmac.compare_digest(tag, want):
             raise ValueError("cursor does not authenticate")
-        raw = bytes(a ^ b for a, b in zip(ct, self._stream(nonce, len(ct))))
+        raw = bytes(a ^ b for a, b in zip(ct, self._stream(nonce, len(ct)), strict=True))
         try:
             data = json.loads(raw)
         except ValueError as exc:

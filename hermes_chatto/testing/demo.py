@@ -41,13 +41,16 @@ from hermes_chatto.testing.harness import Harness, Turn, install_nethook, utf8_l
 from hermes_chatto.testing.scripted_model import EARLIER_HEADER, is_own_line, parse_reply
 from hermes_chatto.wire.types import MAX_BODY_BYTES
 
-REPORT = ("Nightly build report #1842: 412 passed, 1 failed (test_upload_resume: timeout "
-          "after 30 s on the retry path), coverage 87.3 %.")
+REPORT = (
+    "Nightly build report #1842: 412 passed, 1 failed (test_upload_resume: timeout "
+    "after 30 s on the retry path), coverage 87.3 %."
+)
 
 
 # ---------------------------------------------------------------------------------------
 # steps and checks
 # ---------------------------------------------------------------------------------------
+
 
 @dataclass
 class Step:
@@ -108,8 +111,10 @@ def _show_turn(step: Step, h: Harness, t: Turn, verbose: bool) -> None:
         else:
             step.out("      model: not called")
     for m in t.replies:
-        step.out(f"    ← {h.label(m.author_id)}: {_short(m.body)}"
-                 + (f"  [{utf8_len(m.body)} bytes]" if utf8_len(m.body) > 400 else ""))
+        step.out(
+            f"    ← {h.label(m.author_id)}: {_short(m.body)}"
+            + (f"  [{utf8_len(m.body)} bytes]" if utf8_len(m.body) > 400 else "")
+        )
 
 
 def context_section(turns: list[Turn], label: Callable[[str], str], general_id: str) -> list[str]:
@@ -122,8 +127,9 @@ def context_section(turns: list[Turn], label: Callable[[str], str], general_id: 
     for n, t in enumerate(turns, 1):
         where = "#general" if t.room_id == general_id else "DM"
         thread = " (thread)" if t.trigger.thread_root_event_id else ""
-        lines.append(f"turn {n} [{t.label}] {label(t.trigger.author_id)} → {where}{thread}: "
-                     f"{_short(t.trigger.body, 80)}")
+        lines.append(
+            f"turn {n} [{t.label}] {label(t.trigger.author_id)} → {where}{thread}: {_short(t.trigger.body, 80)}"
+        )
         lines += ["    │ " + ln for ln in (t.context or "(model not called)").splitlines()]
     return lines
 
@@ -139,8 +145,10 @@ def name_people(h: Harness) -> str:
             if u.display_name:
                 h.names[uid] = f"{u.display_name} (@{u.login})"
     bot = h.label(h.bot_id)
-    return (f"names: the bot is {bot}; people are shown by display name and @login; the context the "
-            "model receives names authors by display name and marks the bot's own posts \"(you)\"")
+    return (
+        f"names: the bot is {bot}; people are shown by display name and @login; the context the "
+        'model receives names authors by display name and marks the bot\'s own posts "(you)"'
+    )
 
 
 def _send_summary(out: str, err: str) -> str:
@@ -164,6 +172,7 @@ def _short(body: str | None, n: int = 150) -> str:
 # scenarios (also used by tests/test_e2e.py)
 # ---------------------------------------------------------------------------------------
 
+
 async def scenario_dm(h: Harness, step: Step, verbose: bool = True) -> None:
     """A DM from alice gets one answer from the real agent loop."""
     t = await h.turn("dm", "dm", "Hello helper_bot! Who are you and what can you do?")
@@ -174,37 +183,51 @@ async def scenario_dm(h: Harness, step: Step, verbose: bool = True) -> None:
     if req is not None:
         sys_msg = next((m for m in req.messages if m.get("role") == "system"), {})
         tools = [tl.get("function", {}).get("name") for tl in (req.body or {}).get("tools") or []]
-        step.check("Hermes" in str(sys_msg.get("content", "")) and len(tools) > 0,
-                   f"request carries Hermes' system prompt and {len(tools)} real tool definitions")
-        step.check("Chatto" in str(sys_msg.get("content", "")),
-                   "the system prompt names the Chatto platform (plugin's platform hint/source)")
+        step.check(
+            "Hermes" in str(sys_msg.get("content", "")) and len(tools) > 0,
+            f"request carries Hermes' system prompt and {len(tools)} real tool definitions",
+        )
+        step.check(
+            "Chatto" in str(sys_msg.get("content", "")),
+            "the system prompt names the Chatto platform (plugin's platform hint/source)",
+        )
     if h.mode == "subprocess" and h.gateway is not None:
         log = h.gateway.log_path.read_text(errors="replace")
-        step.check("conversation turn:" in log and "provider=custom platform=chatto" in log,
-                   "the gateway log shows Hermes' agent loop running the turn (agent.turn_context)")
+        step.check(
+            "conversation turn:" in log and "provider=custom platform=chatto" in log,
+            "the gateway log shows Hermes' agent loop running the turn (agent.turn_context)",
+        )
     else:
         from gateway.run import GatewayRunner
 
-        step.check(GatewayRunner._run_agent.__module__ == "gateway.run",
-                   "GatewayRunner._run_agent is Hermes' own (not stubbed)")
-    step.check(len(t.replies) == 1 and parse_reply(t.replies[0].body or "") is not None,
-               "exactly one answer in the DM, the model's text")
+        step.check(
+            GatewayRunner._run_agent.__module__ == "gateway.run",
+            "GatewayRunner._run_agent is Hermes' own (not stubbed)",
+        )
+    step.check(
+        len(t.replies) == 1 and parse_reply(t.replies[0].body or "") is not None,
+        "exactly one answer in the DM, the model's text",
+    )
     step.check(all(not m.thread_root_event_id for m in t.replies), "DM answer is a plain DM message")
     step.check(t.block is None, "no thread context in a DM")
 
 
 async def scenario_mention(h: Harness, step: Step, verbose: bool = True) -> None:
     """An unaddressed channel message is not a turn; a mention is answered in a thread."""
-    n0 = len(h.model.turn_requests())
+    n0 = len(h.started_model.turn_requests())
     await h.post("general", "lunch at noon, anyone?", user="bob")
     t = await h.turn("mention", "general", "@helper_bot what is the deploy status?")
     step.turns.append(t)
     _show_turn(step, h, t, verbose)
-    ctxs = h.model.turn_contexts()[n0:]
-    step.check(len(ctxs) == 1 and "deploy status" in ctxs[0],
-               "only the mention became a turn (bob's unaddressed message did not)")
-    step.check(bool(t.replies) and all(m.thread_root_event_id == t.trigger.event_id for m in t.replies),
-               "the answer opened a thread under the mention")
+    ctxs = h.started_model.turn_contexts()[n0:]
+    step.check(
+        len(ctxs) == 1 and "deploy status" in ctxs[0],
+        "only the mention became a turn (bob's unaddressed message did not)",
+    )
+    step.check(
+        bool(t.replies) and all(m.thread_root_event_id == t.trigger.event_id for m in t.replies),
+        "the answer opened a thread under the mention",
+    )
     step.check(not t.block_lines, "nothing earlier in this new thread: no context lines")
 
 
@@ -213,11 +236,12 @@ async def scenario_cron(h: Harness, step: Step, verbose: bool = True) -> Turn | 
     shows the report in ``[Earlier in this thread]``, marked as the bot's own."""
     before = {m.event_id for m in h.room_messages("general")}
     rc, out, err = await h.hermes_send(REPORT, "chatto")
-    step.note(f"hermes send --to chatto \"Nightly build report …\" (home channel #general) → exit {rc}: "
-              f"{_send_summary(out, err)}")
+    step.note(
+        f'hermes send --to chatto "Nightly build report …" (home channel #general) → exit {rc}: '
+        f"{_send_summary(out, err)}"
+    )
     step.check(rc == 0, "`hermes send` delivered through the plugin's stand-alone sender")
-    new = [m for m in h.room_messages("general")
-           if m.event_id not in before and m.author_id == h.bot_id]
+    new = [m for m in h.room_messages("general") if m.event_id not in before and m.author_id == h.bot_id]
     step.check(len(new) == 1 and new[0].body == REPORT, "the report is in #general, posted by the bot")
     if not new:
         return None
@@ -225,11 +249,14 @@ async def scenario_cron(h: Harness, step: Step, verbose: bool = True) -> Turn | 
     # Finding (README "Sending"): 0.19.0's target parser knows only built-in id formats. A
     # room id the channel directory does not list is refused; one it lists is resolved and
     # then dropped, so the text goes to the home channel instead.
-    rc2, out2, err2 = await h.hermes_send("(explicit-target probe, ignore)",
-                                          f"chatto:{h.rooms['general']}")
-    step.note(f"finding: hermes send --to chatto:<room id> → exit {rc2}: {_send_summary(out2, err2)}"
-              + (" (hermes-agent 0.19.0 cannot address a Chatto room by id; `--to chatto` uses the home "
-                 "channel — see README, Sending)"))
+    rc2, out2, err2 = await h.hermes_send("(explicit-target probe, ignore)", f"chatto:{h.rooms['general']}")
+    step.note(
+        f"finding: hermes send --to chatto:<room id> → exit {rc2}: {_send_summary(out2, err2)}"
+        + (
+            " (hermes-agent 0.19.0 cannot address a Chatto room by id; `--to chatto` uses the home "
+            "channel — see README, Sending)"
+        )
+    )
     if rc2 == 0:
         # It was delivered (to the home channel): keep the world tidy for later steps.
         probe = [m for m in h.room_messages("general") if m.body == "(explicit-target probe, ignore)"]
@@ -237,21 +264,27 @@ async def scenario_cron(h: Harness, step: Step, verbose: bool = True) -> Turn | 
             h.chatto.delete(h.bot_id, m.room_id, m.event_id)
     h.skip_clock(3600)
     step.note("server clock moved one hour forward")
-    t = await h.turn("cron-reply", "general", "Why did test_upload_resume fail? Is it flaky?",
-                     thread_root=report.event_id)
+    t = await h.turn(
+        "cron-reply", "general", "Why did test_upload_resume fail? Is it flaky?", thread_root=report.event_id
+    )
     step.turns.append(t)
     _show_turn(step, h, t, verbose)
     lines = t.block_lines
-    step.check(t.block is not None and EARLIER_HEADER in (t.block or ""),
-               "the turn's input starts with an [Earlier in this thread] block")
+    step.check(
+        t.block is not None and EARLIER_HEADER in (t.block or ""),
+        "the turn's input starts with an [Earlier in this thread] block",
+    )
     line = _own_line(lines, "Nightly build report #1842")
     step.check(line is not None, "the block contains the cron report")
-    step.check(line is not None and _marked_own(line),
-               f"the report line is marked as the bot's own: {_short(line, 90) if line else '—'}")
-    step.check(not any("test_upload_resume fail" in ln for ln in lines),
-               "the trigger itself is not in its block")
-    step.check(bool(t.replies) and all(m.thread_root_event_id == report.event_id for m in t.replies),
-               "the answer is in the report's thread")
+    step.check(
+        line is not None and _marked_own(line),
+        f"the report line is marked as the bot's own: {_short(line, 90) if line else '—'}",
+    )
+    step.check(not any("test_upload_resume fail" in ln for ln in lines), "the trigger itself is not in its block")
+    step.check(
+        bool(t.replies) and all(m.thread_root_event_id == report.event_id for m in t.replies),
+        "the answer is in the report's thread",
+    )
     created = (t.trigger.created_at or 0) - (report.created_at or 0)
     step.check(created >= 3500, f"the reply came {created / 60:.0f} min after the report")
     return t
@@ -262,7 +295,9 @@ async def scenario_long(h: Harness, step: Step, verbose: bool = True) -> None:
     t = await h.turn("long", "general", "@helper_bot please give me the long answer about the release")
     step.turns.append(t)
     _show_turn(step, h, t, False)
-    answer = next((r.reply for r in reversed(h.model.chat_requests()) if r.reply and "LONG-ANSWER" in r.reply), "")
+    answer = next(
+        (r.reply for r in reversed(h.started_model.chat_requests()) if r.reply and "LONG-ANSWER" in r.reply), ""
+    )
     sizes = [utf8_len(m.body) for m in t.replies]
     step.note(f"model answer: {utf8_len(answer)} bytes; chunks: {sizes}")
     step.check(utf8_len(answer) >= 20_000, "the model produced a long (≥ 20 kB) mixed-script answer")
@@ -271,8 +306,10 @@ async def scenario_long(h: Harness, step: Step, verbose: bool = True) -> None:
     roots = {m.thread_root_event_id for m in t.replies}
     step.check(roots == {t.trigger.event_id}, "all chunks are in one thread (under the request)")
     joined = "".join(m.body or "" for m in t.replies)
-    step.check("".join(joined.split()) == "".join(answer.split()),
-               "chunks reassemble to the model's answer (no code point cut, nothing lost)")
+    step.check(
+        "".join(joined.split()) == "".join(answer.split()),
+        "chunks reassemble to the model's answer (no code point cut, nothing lost)",
+    )
     nums = [ln.split(" ", 1)[0] for ln in joined.splitlines() if ln[:1] == "L" and ln[1:4].isdigit()]
     step.check(nums == sorted(nums) and len(nums) == len(set(nums)), "numbered lines arrive in order, once each")
 
@@ -287,8 +324,7 @@ async def scenario_restart(h: Harness, step: Step, verbose: bool = True) -> None
     step.turns.append(t2)
     _show_turn(step, h, t2, verbose)
     step.check(not t2.block_lines, "2nd turn: the session holds the thread, no context lines")
-    carol = await h.post("general", "carol here: I can take the rollback script", thread_root=root,
-                         user="carol")
+    carol = await h.post("general", "carol here: I can take the rollback script", thread_root=root, user="carol")
     step.note("carol (not on the allowlist) wrote in the thread: seen, never a turn")
     code = await h.stop_gateway()
     if h.mode == "subprocess":
@@ -298,9 +334,11 @@ async def scenario_restart(h: Harness, step: Step, verbose: bool = True) -> None
     from hermes_chatto.wire.connect import ChattoClient
 
     async with ChattoClient(h.chatto.base_url, h._bot_key) as bot:
-        own = await bot.create_message(h.rooms["general"], "Migration window booked: 22:00–23:00 UTC "
-                                       "(posted by the ops script with the bot's key)",
-                                       thread_root_event_id=root)
+        own = await bot.create_message(
+            h.rooms["general"],
+            "Migration window booked: 22:00–23:00 UTC (posted by the ops script with the bot's key)",
+            thread_root_event_id=root,
+        )
     step.note("while the gateway was down the ops script posted into the thread with the bot's key")
     await h.start_gateway()
     step.note("gateway started again (same HERMES_HOME: sessions and the frontier store kept)")
@@ -312,12 +350,16 @@ async def scenario_restart(h: Harness, step: Step, verbose: bool = True) -> None
     i_carol = next((i for i, ln in enumerate(lines) if "rollback script" in ln), None)
     i_own = next((i for i, ln in enumerate(lines) if "Migration window booked" in ln), None)
     step.check(i_carol is not None, "carol's message (posted before the restart) is not lost")
-    step.check(i_own is not None and _marked_own(lines[i_own]),
-               "the bot's own post from outside the gateway is there, marked as its own")
+    step.check(
+        i_own is not None and _marked_own(lines[i_own]),
+        "the bot's own post from outside the gateway is there, marked as its own",
+    )
     step.check(i_carol is not None and i_own is not None and i_carol < i_own, "in thread order")
     held = [t1.trigger.body, t2.trigger.body] + [m.body for m in t1.replies + t2.replies]
-    step.check(not any(any((b or "")[:40] in ln for b in held) for ln in lines),
-               "nothing the session already held (earlier triggers/answers) is repeated")
+    step.check(
+        not any(any((b or "")[:40] in ln for b in held) for ln in lines),
+        "nothing the session already held (earlier triggers/answers) is repeated",
+    )
     t4 = await h.turn("restart-4", "general", "Thanks, that's all.", thread_root=root)
     step.turns.append(t4)
     _show_turn(step, h, t4, verbose)
@@ -334,14 +376,17 @@ async def scenario_network(h: Harness, step: Step, verbose: bool = True) -> None
     gateways = sum(1 for p in hooked if "gateway" in p.get("argv", []))
     sends = sum(1 for p in hooked if "send" in p.get("argv", []))
     if h.mode == "subprocess":
-        step.check(h.nethook and gateways >= h.gateway_starts and sends >= h.hermes_send_runs,
-                   f"socket hook loaded in {len(hooked)} processes ({gateways} gateway runs, "
-                   f"{sends} `hermes send` runs)")
+        step.check(
+            h.nethook and gateways >= h.gateway_starts and sends >= h.hermes_send_runs,
+            f"socket hook loaded in {len(hooked)} processes ({gateways} gateway runs, {sends} `hermes send` runs)",
+        )
     else:
         import socket
 
-        step.check(bool(getattr(socket, "_hermes_chatto_nethook", False)) and sends >= h.hermes_send_runs,
-                   f"socket hook active in this process and {sends} `hermes send` runs")
+        step.check(
+            bool(getattr(socket, "_hermes_chatto_nethook", False)) and sends >= h.hermes_send_runs,
+            f"socket hook active in this process and {sends} `hermes send` runs",
+        )
     step.check(not attempts, f"non-loopback DNS lookups / connects: {len(attempts)}")
 
 
@@ -358,6 +403,7 @@ SCENARIOS: list[tuple[str, Callable[[Harness, Step, bool], Awaitable[object]]]] 
 # ---------------------------------------------------------------------------------------
 # main
 # ---------------------------------------------------------------------------------------
+
 
 def _rule(out, text: str = "") -> None:
     out("")
@@ -378,9 +424,12 @@ async def run(argv: list[str] | None = None, out: Callable[[str], None] = print)
     steps: list[Step] = []
     t0 = time.monotonic()
     out("hermes-chatto demo: local Chatto server + scripted model + the real Hermes gateway, all on 127.0.0.1")
-    setup = Step(0, "Start Chatto, the scripted model and "
-                 + ("the gateway in-process (GatewayRunner.start)" if args.inprocess else "`hermes gateway run`"),
-                 out=out)
+    setup = Step(
+        0,
+        "Start Chatto, the scripted model and "
+        + ("the gateway in-process (GatewayRunner.start)" if args.inprocess else "`hermes gateway run`"),
+        out=out,
+    )
     _rule(out, "Step 0: " + setup.title)
     steps.append(setup)
     try:
@@ -389,10 +438,12 @@ async def run(argv: list[str] | None = None, out: Callable[[str], None] = print)
         setup.error = f"{type(exc).__name__}: {exc}"
         out("    ✘ " + setup.error)
     else:
-        setup.note(f"Chatto {h.chatto.base_url}  model {h.model.base_url}  HERMES_HOME {h.home}")
+        setup.note(f"Chatto {h.chatto.base_url}  model {h.started_model.base_url}  HERMES_HOME {h.home}")
         setup.note(name_people(h))
-        setup.note(f"people: {h.label(h.users['alice'])} and {h.label(h.users['bob'])} may talk to the bot; "
-                   f"{h.label(h.users['carol'])} may not")
+        setup.note(
+            f"people: {h.label(h.users['alice'])} and {h.label(h.users['bob'])} may talk to the bot; "
+            f"{h.label(h.users['carol'])} may not"
+        )
         setup.check(True, f"gateway ({h.mode}) connected to Chatto; the bot's realtime socket is subscribed")
     try:
         if setup.ok:

@@ -43,10 +43,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from hermes_chatto.testing.scripted_model import (
     ModelRequest,
@@ -58,8 +59,16 @@ from hermes_chatto.wire.types import ChattoMessage
 
 #: Environment variables never passed to the gateway subprocess (they would redirect the
 #: model or leak the caller's Hermes/Chatto profile into the temp home).
-_STRIP_ENV_PREFIXES = ("HERMES_", "CHATTO_", "OPENAI_", "OPENROUTER_", "ANTHROPIC_",
-                       "CUSTOM_BASE_URL", "GATEWAY_ALLOW", "GATEWAY_ALLOWED")
+_STRIP_ENV_PREFIXES = (
+    "HERMES_",
+    "CHATTO_",
+    "OPENAI_",
+    "OPENROUTER_",
+    "ANTHROPIC_",
+    "CUSTOM_BASE_URL",
+    "GATEWAY_ALLOW",
+    "GATEWAY_ALLOWED",
+)
 _STRIP_ENV_EXACT = {"CUSTOM_BASE_URL", "HERMES_INFERENCE_PROVIDER", "PYTHONPATH"}
 
 NETHOOK_SOURCE = r'''
@@ -146,8 +155,11 @@ def hermes_command() -> list[str]:
     cand = Path(sys.executable).with_name("hermes")
     if cand.exists():
         return [str(cand)]
-    return [sys.executable, "-c",
-            "import sys; from hermes_cli.main import main; sys.argv[0]='hermes'; sys.exit(main())"]
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from hermes_cli.main import main; sys.argv[0]='hermes'; sys.exit(main())",
+    ]
 
 
 def utf8_len(s: str | None) -> int:
@@ -159,9 +171,14 @@ def _squash(s: str) -> str:
     return "".join((s or "").split())
 
 
-async def wait_until(pred: Callable[[], Awaitable[Any] | Any], *, timeout: float,
-                     interval: float = 0.05, what: Any = "condition",
-                     exc: type[Exception] = TimeoutError) -> Any:
+async def wait_until(
+    pred: Callable[[], Awaitable[Any] | Any],
+    *,
+    timeout: float,
+    interval: float = 0.05,
+    what: Any = "condition",
+    exc: type[Exception] = TimeoutError,
+) -> Any:
     """Poll ``pred`` (sync or async) until it returns a truthy value; return that value.
 
     A condition wait, not a fixed sleep: returns as soon as the condition holds. Raises
@@ -252,8 +269,13 @@ class GatewayProcess:
         self._log.flush()
         self.proc = subprocess.Popen(
             hermes_command() + ["gateway", "run", "--replace", "-v"],
-            env=self.env, cwd=str(self.home), stdin=subprocess.DEVNULL,
-            stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+            env=self.env,
+            cwd=str(self.home),
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         # Own process group (so a timeout can kill the whole tree); make sure it never
         # outlives this process if the caller is interrupted before stop().
         atexit.register(_kill_if_alive, self.proc)
@@ -307,11 +329,18 @@ class Harness:
 
     Use as ``async with Harness() as h:`` or ``await h.start()`` / ``await h.stop()``."""
 
-    def __init__(self, *, mode: str = "subprocess", allow_all_users: bool = False,
-                 nethook: bool = True, turn_timeout: float = 60.0,
-                 run_dir: str | os.PathLike | None = None, keep: bool = False,
-                 extra_platform_config: dict | None = None,
-                 extra_config: dict | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        mode: str = "subprocess",
+        allow_all_users: bool = False,
+        nethook: bool = True,
+        turn_timeout: float = 60.0,
+        run_dir: str | os.PathLike | None = None,
+        keep: bool = False,
+        extra_platform_config: dict | None = None,
+        extra_config: dict | None = None,
+    ) -> None:
         if mode not in ("subprocess", "inprocess"):
             raise ValueError("mode must be 'subprocess' or 'inprocess'")
         self.mode = mode
@@ -331,9 +360,9 @@ class Harness:
         self.turns: list[Turn] = []
         self.notes: list[str] = []
         self.clients: dict[str, Any] = {}
-        self.users: dict[str, str] = {}       # login -> user id
-        self.names: dict[str, str] = {}       # user id -> display label
-        self.rooms: dict[str, str] = {}       # "general" / "dm" -> room id
+        self.users: dict[str, str] = {}  # login -> user id
+        self.names: dict[str, str] = {}  # user id -> display label
+        self.rooms: dict[str, str] = {}  # "general" / "dm" -> room id
         self.bot_id = ""
         self.bot_login = "helper_bot"
         self._bot_key = ""
@@ -341,8 +370,15 @@ class Harness:
         self.gateway_starts = 0
         self.hermes_send_runs = 0
 
+    @property
+    def started_model(self) -> ScriptedModel:
+        """The scripted model :meth:`start` runs; raises ``RuntimeError`` before the start."""
+        if self.model is None:
+            raise RuntimeError("Harness: start() first (no scripted model yet)")
+        return self.model
+
     # ------------------------------------------------------------------ lifecycle
-    async def __aenter__(self) -> "Harness":
+    async def __aenter__(self) -> Harness:
         """Start; a start that fails stops what it already started before raising."""
         try:
             await self.start()
@@ -354,8 +390,9 @@ class Harness:
     async def __aexit__(self, *exc: Any) -> None:
         await self.stop()
 
-    async def start(self, *, model: Callable[[], ScriptedModel] | None = None,
-                    before_gateway: Callable[[], Any] | None = None) -> None:
+    async def start(
+        self, *, model: Callable[[], ScriptedModel] | None = None, before_gateway: Callable[[], Any] | None = None
+    ) -> None:
         """Start Chatto, the model, write the Hermes home, start the gateway and wait until
         the bot's realtime session is subscribed. Raises ``TimeoutError`` /
         ``RuntimeError`` (with the gateway log tail) when the gateway does not come up.
@@ -416,8 +453,7 @@ class Harness:
 
         c = self.clients.get(login)
         if c is None:
-            c = ChattoClient(self.chatto.base_url, self.chatto.user_token(self.users[login]),
-                             timeout=15.0)
+            c = ChattoClient(self.chatto.base_url, self.chatto.user_token(self.users[login]), timeout=15.0)
             self.clients[login] = c
         return c
 
@@ -437,9 +473,13 @@ class Harness:
         assert self.model is not None
         general = self.rooms["general"]
         cfg = {
-            "model": {"provider": "custom", "default": self.model.model_id,
-                      "base_url": self.model.base_url, "api_key": "sk-scripted-local",
-                      "context_length": 131072},
+            "model": {
+                "provider": "custom",
+                "default": self.model.model_id,
+                "base_url": self.model.base_url,
+                "api_key": "sk-scripted-local",
+                "context_length": 131072,
+            },
             "security": {"allow_lazy_installs": False, "tirith_enabled": False},
             "auxiliary": {"title_generation": {"enabled": False}},
             "agent": {"environment_probe": False, "api_max_retries": 1},
@@ -447,13 +487,15 @@ class Harness:
             "skills": {"creation_nudge_interval": 0},
             "onboarding": {"profile_build": "off"},
             "plugins": {"enabled": ["chatto"]},
-            "platforms": {"chatto": {
-                "enabled": True,
-                # The "Gateway online / shutting down" notices would land in #general.
-                "gateway_restart_notification": False,
-                "home_channel": {"platform": "chatto", "chat_id": general, "name": "general"},
-                "extra": {"url": self.chatto.base_url, **self.extra_platform_config},
-            }},
+            "platforms": {
+                "chatto": {
+                    "enabled": True,
+                    # The "Gateway online / shutting down" notices would land in #general.
+                    "gateway_restart_notification": False,
+                    "home_channel": {"platform": "chatto", "chat_id": general, "name": "general"},
+                    "extra": {"url": self.chatto.base_url, **self.extra_platform_config},
+                }
+            },
         }
         _merge_config(cfg, self.extra_config)
         (self.home / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -470,10 +512,12 @@ class Harness:
         redirect the model or select another profile, plus ``HERMES_HOME``,
         ``HERMES_API_TIMEOUT=30`` and (with ``nethook``) the socket-logging
         ``sitecustomize`` on ``PYTHONPATH``."""
-        env = {k: v for k, v in os.environ.items()
-               if k not in _STRIP_ENV_EXACT and not k.startswith(_STRIP_ENV_PREFIXES)}
-        env.update({"HERMES_HOME": str(self.home), "HERMES_API_TIMEOUT": "30",
-                    "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"})
+        env = {
+            k: v for k, v in os.environ.items() if k not in _STRIP_ENV_EXACT and not k.startswith(_STRIP_ENV_PREFIXES)
+        }
+        env.update(
+            {"HERMES_HOME": str(self.home), "HERMES_API_TIMEOUT": "30", "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}
+        )
         if self.nethook:
             hook_dir = self.run_dir / "nethook"
             hook_dir.mkdir(exist_ok=True)
@@ -508,19 +552,20 @@ class Harness:
         t0 = time.monotonic()
         if self.mode == "subprocess":
             if self.gateway is None:
-                self.gateway = GatewayProcess(self.home, self.child_env(),
-                                              self.run_dir / "gateway.log")
+                self.gateway = GatewayProcess(self.home, self.child_env(), self.run_dir / "gateway.log")
             self.gateway.start()
             try:
-                await wait_until(self._subprocess_ready, timeout=90,
-                                 what="hermes gateway run to connect the chatto platform")
+                await wait_until(
+                    self._subprocess_ready, timeout=90, what="hermes gateway run to connect the chatto platform"
+                )
             except Exception as exc:
                 tail = self.gateway.log_tail()
                 raise RuntimeError(f"gateway did not come up: {exc}\n--- gateway log ---\n{tail}") from exc
         else:
             await self._start_inprocess()
-        await wait_until(self._bot_subscribed, timeout=30,
-                         what="the bot's realtime socket to subscribe on the local Chatto")
+        await wait_until(
+            self._bot_subscribed, timeout=30, what="the bot's realtime socket to subscribe on the local Chatto"
+        )
         self.notes.append(f"gateway start #{self.gateway_starts} ready in {time.monotonic() - t0:.1f} s")
 
     async def stop_gateway(self) -> int | None:
@@ -555,18 +600,20 @@ class Harness:
         if not g.alive():
             raise RuntimeError(f"hermes gateway run exited with code {g.proc.returncode if g.proc else '?'}")
         st = self._gateway_state()
-        return (st.get("pid") == g.pid and st.get("gateway_state") == "running"
-                and (st.get("platforms") or {}).get("chatto", {}).get("state") == "connected")
+        return (
+            st.get("pid") == g.pid
+            and st.get("gateway_state") == "running"
+            and (st.get("platforms") or {}).get("chatto", {}).get("state") == "connected"
+        )
 
     def _bot_subscribed(self) -> bool:
         return _bot_socket_subscribed(self.chatto, self.bot_id)
 
     async def _start_inprocess(self) -> None:
-        self._set_env({"HERMES_HOME": str(self.home), "HERMES_API_TIMEOUT": "30",
-                       "CUSTOM_BASE_URL": None})
+        self._set_env({"HERMES_HOME": str(self.home), "HERMES_API_TIMEOUT": "30", "CUSTOM_BASE_URL": None})
         from dotenv import dotenv_values
 
-        self._set_env({k: v for k, v in dotenv_values(self.home / ".env").items()})
+        self._set_env(dict(dotenv_values(self.home / ".env")))
         from gateway.config import load_gateway_config
         from gateway.run import GatewayRunner
 
@@ -609,17 +656,14 @@ class Harness:
         return int(st.get("active_agents") or 0) == 0
 
     async def wait_idle(self, timeout: float | None = None) -> None:
-        await wait_until(self.gateway_idle, timeout=timeout or self.turn_timeout,
-                         what="the gateway to finish its turn")
+        await wait_until(self.gateway_idle, timeout=timeout or self.turn_timeout, what="the gateway to finish its turn")
 
     # ------------------------------------------------------------------ acting as people
-    async def post(self, room: str, text: str, *, thread_root: str = "",
-                   user: str = "alice") -> ChattoMessage:
+    async def post(self, room: str, text: str, *, thread_root: str = "", user: str = "alice") -> ChattoMessage:
         """Post ``text`` as ``user`` over the real protocol (``MessageService/CreateMessage``).
         ``room`` is a room id or a key of :attr:`rooms`."""
         room_id = self.rooms.get(room, room)
-        return await self.client(user).create_message(room_id, text,
-                                                       thread_root_event_id=thread_root)
+        return await self.client(user).create_message(room_id, text, thread_root_event_id=thread_root)
 
     async def bot_messages_since(self, trigger: ChattoMessage) -> list[ChattoMessage]:
         """The bot's messages posted at or after ``trigger`` in its room: top-level and in
@@ -640,9 +684,15 @@ class Harness:
         except KeyError:
             pass
         t0 = trigger.created_at or 0.0
-        out = [m for m in seen.values()
-               if m.author_id == self.bot_id and m.event_id != trigger.event_id
-               and (m.created_at or 0.0) >= t0 and not m.is_echo and not m.is_deleted]
+        out = [
+            m
+            for m in seen.values()
+            if m.author_id == self.bot_id
+            and m.event_id != trigger.event_id
+            and (m.created_at or 0.0) >= t0
+            and not m.is_echo
+            and not m.is_deleted
+        ]
         out.sort(key=lambda m: (m.created_at or 0.0, m.event_id))
         return out
 
@@ -656,17 +706,18 @@ class Harness:
         room_id = self.rooms.get(room, room)
         return self.chatto.room_messages(room_id, viewer=self.users["alice"])
 
-    async def turn(self, label: str, room: str, text: str, *, thread_root: str = "",
-                   user: str = "alice", expect_reply: bool = True) -> Turn:
+    async def turn(
+        self, label: str, room: str, text: str, *, thread_root: str = "", user: str = "alice", expect_reply: bool = True
+    ) -> Turn:
         """Post ``text`` as ``user`` and wait for the whole turn: the model's main-loop
         request, the bot's messages carrying the model's final answer (whitespace-
         insensitive match of their concatenation), and the gateway idle again.
 
         Raises ``TimeoutError`` naming the step that did not happen."""
-        assert self.model is not None
+        model = self.started_model
         await self.wait_idle()
-        n0 = len(self.model.turn_requests())
-        c0 = len(self.model.chat_requests())
+        n0 = len(model.turn_requests())
+        c0 = len(model.chat_requests())
         t0 = time.monotonic()
         trigger = await self.post(room, text, thread_root=thread_root, user=user)
         turn = Turn(label, trigger.room_id, trigger)
@@ -674,28 +725,31 @@ class Harness:
         if not expect_reply:
             return turn
         try:
-            await wait_until(lambda: len(self.model.turn_requests()) > n0,
-                             timeout=self.turn_timeout, what=f"[{label}] the model to be called")
+            await wait_until(
+                lambda: len(model.turn_requests()) > n0,
+                timeout=self.turn_timeout,
+                what=f"[{label}] the model to be called",
+            )
         except TimeoutError as exc:
             raise TimeoutError(f"{exc} ({self._dispatch_diagnosis(trigger)})") from None
 
         def final_answer() -> str | None:
-            reqs = self.model.chat_requests()[c0:]
+            reqs = model.chat_requests()[c0:]
             finals = [r for r in reqs if r.stream and not r.tool_calls and r.reply]
             return finals[-1].reply if finals else None
 
-        expected = await wait_until(final_answer, timeout=self.turn_timeout,
-                                    what=f"[{label}] the model's final answer")
+        expected = await wait_until(final_answer, timeout=self.turn_timeout, what=f"[{label}] the model's final answer")
 
         async def delivered() -> list[ChattoMessage] | None:
             msgs = await self.bot_messages_since(trigger)
             got = _squash("".join(m.body or "" for m in msgs))
             return msgs if _squash(expected) in got else None
 
-        turn.replies = await wait_until(delivered, timeout=self.turn_timeout, interval=0.1,
-                                        what=f"[{label}] the bot's reply in Chatto")
+        turn.replies = await wait_until(
+            delivered, timeout=self.turn_timeout, interval=0.1, what=f"[{label}] the bot's reply in Chatto"
+        )
         await self.wait_idle()
-        turn.requests = self.model.turn_requests()[n0:]
+        turn.requests = model.turn_requests()[n0:]
         turn.replies = await self.bot_messages_since(trigger)
         turn.seconds = time.monotonic() - t0
         return turn
@@ -713,13 +767,14 @@ class Harness:
         probe = (trigger.body or "")[:30]
         inbound = [ln for ln in log.splitlines() if "inbound message:" in ln and probe in ln]
         if not inbound:
-            return ("the gateway never dispatched this message: the adapter did not turn it into "
-                    "a MessageEvent (e.g. judged not addressed to the bot)")
+            return (
+                "the gateway never dispatched this message: the adapter did not turn it into "
+                "a MessageEvent (e.g. judged not addressed to the bot)"
+            )
         return "the gateway received the message but the model was not called; see " + str(self.gateway.log_path)
 
     # ------------------------------------------------------------------ hermes send
-    async def hermes_send(self, text: str, target: str = "chatto", *,
-                          json_mode: bool = True) -> tuple[int, str, str]:
+    async def hermes_send(self, text: str, target: str = "chatto", *, json_mode: bool = True) -> tuple[int, str, str]:
         """Run ``hermes send --to <target> <text>`` as a subprocess with this Hermes home
         (the cron-script path; goes through the plugin's ``standalone_sender_fn`` because no
         gateway runs in that process). Returns ``(exit code, stdout, stderr)``."""
@@ -728,9 +783,16 @@ class Harness:
         if json_mode:
             argv.append("--json")
         argv.append(text)
-        p = await asyncio.to_thread(subprocess.run, argv, env=self.child_env(),
-                                    cwd=str(self.home), capture_output=True, text=True,
-                                    timeout=120, stdin=subprocess.DEVNULL)
+        p = await asyncio.to_thread(
+            subprocess.run,
+            argv,
+            env=self.child_env(),
+            cwd=str(self.home),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
         return p.returncode, p.stdout, p.stderr
 
     # ------------------------------------------------------------------ transcript
@@ -759,7 +821,7 @@ class Harness:
     def format_message(self, m: ChattoMessage, *, max_chars: int = 220) -> str:
         """``[HH:MM] author: body`` (body shortened to ``max_chars`` characters, with its
         UTF-8 size when shortened)."""
-        ts = datetime.fromtimestamp(m.created_at or 0, tz=timezone.utc).strftime("%H:%M")
+        ts = datetime.fromtimestamp(m.created_at or 0, tz=UTC).strftime("%H:%M")
         who = self.label(m.author_id) + (" (bot)" if m.author_id == self.bot_id else "")
         body = (m.body or "").replace("\n", " ⏎ ")
         if len(body) > max_chars:
@@ -782,6 +844,7 @@ class Harness:
 # Adapters to the LocalChatto driver API (hermes_chatto/testing, owned by H3).
 # ---------------------------------------------------------------------------------------
 
+
 def _id_of(obj: Any) -> str:
     if isinstance(obj, str):
         return obj
@@ -793,8 +856,14 @@ def _id_of(obj: Any) -> str:
 def _world(chatto: Any) -> dict[str, str]:
     """Ids and the bot key of the LocalChatto demo world (``LocalChatto.world``)."""
     w = chatto.world
-    return {"bot_id": w.bot_id, "bot_key": w.bot_key, "alice_id": w.alice_id,
-            "general_id": w.general_id, "dm_id": w.dm_id, "bot_login": w.bot_login}
+    return {
+        "bot_id": w.bot_id,
+        "bot_key": w.bot_key,
+        "alice_id": w.alice_id,
+        "general_id": w.general_id,
+        "dm_id": w.dm_id,
+        "bot_login": w.bot_login,
+    }
 
 
 def _advance_clock(chatto: Any, seconds: float) -> None:
@@ -806,5 +875,13 @@ def _bot_socket_subscribed(chatto: Any, bot_id: str) -> bool:
     return bool(chatto.connections(bot_id))
 
 
-__all__ = ["Harness", "Turn", "GatewayProcess", "install_nethook", "hermes_command",
-           "wait_until", "utf8_len", "NETHOOK_SOURCE"]
+__all__ = [
+    "Harness",
+    "Turn",
+    "GatewayProcess",
+    "install_nethook",
+    "hermes_command",
+    "wait_until",
+    "utf8_len",
+    "NETHOOK_SOURCE",
+]

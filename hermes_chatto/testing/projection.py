@@ -25,12 +25,13 @@ Message facts only reach room members at fact time.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
 from . import render as R
 from .cursors import new_id
-from .state import (CURSOR_LIFETIME_NS, REPLAY_MAX_FACTS, REPLAY_MAX_SEQ_GAP, ChattoState, Fact, MsgView,
-                    RoomRec)
+from .state import CURSOR_LIFETIME_NS, REPLAY_MAX_FACTS, REPLAY_MAX_SEQ_GAP, ChattoState, Fact, MsgView, RoomRec
 
 CAPABILITIES_V2 = (
     "chatto.realtime.events.live.v1",
@@ -55,7 +56,9 @@ def synthetic_event(state: ChattoState, ops: list) -> pb.RealtimeServerFrame:
     return pb.RealtimeServerFrame(projection_event=ev)
 
 
-def room_upsert(state: ChattoState, room: RoomRec, viewer: str, *, with_members: bool) -> pb.RealtimeProjectionOperation:
+def room_upsert(
+    state: ChattoState, room: RoomRec, viewer: str, *, with_members: bool
+) -> pb.RealtimeProjectionOperation:
     """``room_upsert``: DMs always list members; channels only when ``with_members``
     (retained/hydrated). ``has_message_history`` is set for DMs."""
     pr = pb.RealtimeProjectionRoom(room=R.rws(state, room, viewer))
@@ -75,8 +78,9 @@ def timeline_replace(state: ChattoState, room: RoomRec, viewer: str) -> pb.Realt
     return Op(room_timeline_replace=tr)
 
 
-def _upsert(state: ChattoState, view: MsgView, viewer: str, *, reaction=None,
-            retain_deleted_row: bool = False) -> pb.RealtimeProjectionOperation:
+def _upsert(
+    state: ChattoState, view: MsgView, viewer: str, *, reaction=None, retain_deleted_row: bool = False
+) -> pb.RealtimeProjectionOperation:
     m = view.rec
     up = pb.RealtimeProjectionRoomTimelineEventUpsert(
         room_id=m.room_id,
@@ -87,30 +91,53 @@ def _upsert(state: ChattoState, view: MsgView, viewer: str, *, reaction=None,
     )
     if reaction is not None:
         action, mid, emoji, uid = reaction
-        up.reaction_change.CopyFrom(pb.RealtimeProjectionReactionChange(
-            action=action, message_event_id=mid, emoji=emoji, user_id=uid))
+        up.reaction_change.CopyFrom(
+            pb.RealtimeProjectionReactionChange(action=action, message_event_id=mid, emoji=emoji, user_id=uid)
+        )
     return Op(room_timeline_event_upsert=up)
 
 
 def _vs_replace(state: ChattoState, room: RoomRec, viewer: str, has_unread: bool) -> pb.RealtimeProjectionOperation:
-    return Op(room_viewer_state_replace=pb.RealtimeProjectionRoomViewerStateReplace(
-        room_id=room.id, viewer_state=R.viewer_state(state, room, viewer, has_unread=has_unread)))
+    return Op(
+        room_viewer_state_replace=pb.RealtimeProjectionRoomViewerStateReplace(
+            room_id=room.id, viewer_state=R.viewer_state(state, room, viewer, has_unread=has_unread)
+        )
+    )
 
 
 def _thread_states(entries) -> pb.RealtimeProjectionOperation:
-    return Op(thread_viewer_states_replace=pb.RealtimeProjectionThreadViewerStatesReplace(states=[
-        pb.RealtimeProjectionThreadViewerStateEntry(
-            room_id=room_id, thread_root_event_id=root_id,
-            viewer_state=pb.ThreadViewerState(is_following=True, has_unread=unread))
-        for room_id, root_id, unread in entries]))
+    return Op(
+        thread_viewer_states_replace=pb.RealtimeProjectionThreadViewerStatesReplace(
+            states=[
+                pb.RealtimeProjectionThreadViewerStateEntry(
+                    room_id=room_id,
+                    thread_root_event_id=root_id,
+                    viewer_state=pb.ThreadViewerState(is_following=True, has_unread=unread),
+                )
+                for room_id, root_id, unread in entries
+            ]
+        )
+    )
 
 
 def _server_state(pinned=None) -> pb.RealtimeProjectionOperation:
-    ss = pb.RealtimeProjectionServerState(runtime=pb.ServerRuntimeConfig(
-        max_upload_size=MAX_UPLOAD_SIZE, message_edit_window_seconds=EDIT_WINDOW_SECONDS))
+    ss = pb.RealtimeProjectionServerState(
+        runtime=pb.ServerRuntimeConfig(max_upload_size=MAX_UPLOAD_SIZE, message_edit_window_seconds=EDIT_WINDOW_SECONDS)
+    )
     if pinned is not None:
         ss.pinned_message_change.CopyFrom(pinned)
     return Op(server_state_upsert=ss)
+
+
+_V = TypeVar("_V")
+
+
+def _carried(value: _V | None, fact: Fact, field: str) -> _V:
+    """``value``: the ``field`` every fact of ``fact.kind`` carries (see ``state.Fact``);
+    raises ``ValueError`` for a malformed fact."""
+    if value is None:
+        raise ValueError(f"{fact.kind} fact {fact.id} without {field}")
+    return value
 
 
 def project(state: ChattoState, fact: Fact, viewer: str, retained) -> list | None:
@@ -123,7 +150,7 @@ def project(state: ChattoState, fact: Fact, viewer: str, retained) -> list | Non
     kept = room is not None and room.id in retained
     k = fact.kind
     if k == "user_created":
-        u = state.users.get(fact.user_id)
+        u = state.users.get(fact.user_id) if fact.user_id is not None else None
         return [Op(user_upsert=R.directory_member(u))] if u else []
     if room is None:
         return []
@@ -131,46 +158,69 @@ def project(state: ChattoState, fact: Fact, viewer: str, retained) -> list | Non
         ops = [room_upsert(state, room, viewer, with_members=kept)]
         if kept and fact.row is not None:
             row = fact.row
-            ops.append(Op(room_timeline_event_upsert=pb.RealtimeProjectionRoomTimelineEventUpsert(
-                room_id=room.id, event=R.timeline_event(state, row, viewer),
-                includes=R.includes(state, [row.actor_id]),
-                event_cursor=state.sealer.timeline_cursor(viewer, R.room_scope(room.id), row.seq))))
+            ops.append(
+                Op(
+                    room_timeline_event_upsert=pb.RealtimeProjectionRoomTimelineEventUpsert(
+                        room_id=room.id,
+                        event=R.timeline_event(state, row, viewer),
+                        includes=R.includes(state, [row.actor_id]),
+                        event_cursor=state.sealer.timeline_cursor(viewer, R.room_scope(room.id), row.seq),
+                    )
+                )
+            )
         return ops
     if k == "message_posted":
-        unread = fact.msg.rec.actor_id != viewer
+        msg = _carried(fact.msg, fact, "msg")
+        unread = msg.rec.actor_id != viewer
         if kept:
-            return [_vs_replace(state, room, viewer, unread), Op(room_activity=pb.RealtimeProjectionRoomActivity(room_id=room.id)),
-                    _upsert(state, fact.msg, viewer)]
-        return [room_upsert(state, room, viewer, with_members=False), _vs_replace(state, room, viewer, unread),
-                Op(room_activity=pb.RealtimeProjectionRoomActivity(room_id=room.id))]
+            return [
+                _vs_replace(state, room, viewer, unread),
+                Op(room_activity=pb.RealtimeProjectionRoomActivity(room_id=room.id)),
+                _upsert(state, msg, viewer),
+            ]
+        return [
+            room_upsert(state, room, viewer, with_members=False),
+            _vs_replace(state, room, viewer, unread),
+            Op(room_activity=pb.RealtimeProjectionRoomActivity(room_id=room.id)),
+        ]
     if k == "reply_posted":
-        root = fact.root
-        following = root.thread is not None and viewer in root.thread.followers
-        tail = [_thread_states([(room.id, root.rec.id, viewer in root.thread.unread)])] if following else []
+        root = _carried(fact.root, fact, "root")
+        thread = root.thread
+        following = thread is not None and viewer in thread.followers
+        tail = (
+            [_thread_states([(room.id, root.rec.id, viewer in thread.unread)])]
+            if thread is not None and following
+            else []
+        )
         if kept:
-            return [_vs_replace(state, room, viewer, False), _upsert(state, fact.msg, viewer),
-                    _upsert(state, root, viewer)] + tail
+            return [
+                _vs_replace(state, room, viewer, False),
+                _upsert(state, _carried(fact.msg, fact, "msg"), viewer),
+                _upsert(state, root, viewer),
+            ] + tail
         return [room_upsert(state, room, viewer, with_members=False), _vs_replace(state, room, viewer, False)] + tail
     if k == "thread_created":
-        return [_upsert(state, fact.root, viewer)] if kept else []
+        return [_upsert(state, _carried(fact.root, fact, "root"), viewer)] if kept else []
     if k == "message_edited":
         if not kept:
             return []
-        ops = [_upsert(state, fact.msg, viewer)]
+        ops = [_upsert(state, _carried(fact.msg, fact, "msg"), viewer)]
         if fact.echo is not None:
             ops.append(_upsert(state, fact.echo, viewer))
         return ops
     if k == "message_deleted":
+        msg = _carried(fact.msg, fact, "msg")
         pinned = pb.RealtimeProjectionPinnedMessageChange(
-            action=pb.REALTIME_PROJECTION_PINNED_ACTION_DELETED, room_id=room.id, message_event_id=fact.msg.rec.id)
+            action=pb.REALTIME_PROJECTION_PINNED_ACTION_DELETED, room_id=room.id, message_event_id=msg.rec.id
+        )
         if not kept:
             return [_server_state(pinned)]
-        ops = [_upsert(state, fact.msg, viewer)]
+        ops = [_upsert(state, msg, viewer)]
         if fact.echo is not None:
             ops.append(_upsert(state, fact.echo, viewer, retain_deleted_row=True))
         return ops + [_server_state(pinned)]
     if k == "reaction":
-        return [_upsert(state, fact.msg, viewer, reaction=fact.reaction)] if kept else []
+        return [_upsert(state, _carried(fact.msg, fact, "msg"), viewer, reaction=fact.reaction)] if kept else []
     return []
 
 
@@ -179,8 +229,12 @@ def fact_frame(state: ChattoState, fact: Fact, viewer: str, retained) -> pb.Real
     ops = project(state, fact, viewer, retained)
     if ops is None:
         return None
-    ev = pb.RealtimeProjectionEvent(id=fact.id, created_at=R.ts(fact.created_ns), operations=ops,
-                                    resume_cursor=state.sealer.resume_cursor(viewer, fact.seq, state.now_ns()))
+    ev = pb.RealtimeProjectionEvent(
+        id=fact.id,
+        created_at=R.ts(fact.created_ns),
+        operations=ops,
+        resume_cursor=state.sealer.resume_cursor(viewer, fact.seq, state.now_ns()),
+    )
     if fact.actor_id:
         ev.actor_id = fact.actor_id
     return pb.RealtimeServerFrame(projection_event=ev)
@@ -214,10 +268,14 @@ def reconciliation(state: ChattoState, viewer: str, *, replay: bool) -> pb.Realt
 
 def reset_frames(state: ChattoState, viewer: str, retained: list[str]) -> list[pb.RealtimeServerFrame]:
     """Reset-path catch-up, one projection event per operation, in spec §3.2 order."""
-    out = [synthetic_event(state, [Op(reset=pb.RealtimeProjectionReset())]),
-           synthetic_event(state, [Op(server_upsert=pb.ServerPublicProfile(name=state.server_name, version=state.version))]),
-           synthetic_event(state, [_server_state()]),
-           synthetic_event(state, [Op(viewer_upsert=R.viewer_response(state, viewer))])]
+    out = [
+        synthetic_event(state, [Op(reset=pb.RealtimeProjectionReset())]),
+        synthetic_event(
+            state, [Op(server_upsert=pb.ServerPublicProfile(name=state.server_name, version=state.version))]
+        ),
+        synthetic_event(state, [_server_state()]),
+        synthetic_event(state, [Op(viewer_upsert=R.viewer_response(state, viewer))]),
+    ]
     for u in state.users.values():
         out.append(synthetic_event(state, [Op(user_upsert=R.directory_member(u))]))
     keep = set(retained)
@@ -227,13 +285,15 @@ def reset_frames(state: ChattoState, viewer: str, retained: list[str]) -> list[p
     out.append(synthetic_event(state, [Op(notification_occurrences_replace=pb.RealtimeProjectionOpaque())]))
     out.append(synthetic_event(state, [Op(active_calls_replace=pb.RealtimeProjectionOpaque())]))
     for rid in retained:
-        room = state.rooms.get(rid)
-        if room is not None and viewer in room.members:
-            out.append(synthetic_event(state, [timeline_replace(state, room, viewer)]))
+        kept_room = state.rooms.get(rid)
+        if kept_room is not None and viewer in kept_room.members:
+            out.append(synthetic_event(state, [timeline_replace(state, kept_room, viewer)]))
     return out
 
 
-def replay_facts(state: ChattoState, viewer: str, cursor: str | None, *, force_reset: bool = False) -> tuple[list[Fact] | None, str]:
+def replay_facts(
+    state: ChattoState, viewer: str, cursor: str | None, *, force_reset: bool = False
+) -> tuple[list[Fact] | None, str]:
     """Decide the catch-up path for ``cursor``: ``(facts, reason)`` where ``facts`` is the
     list to replay or ``None`` for a reset (``reason`` says why)."""
     if not cursor:

@@ -15,10 +15,12 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
+from types import EllipsisType
 from typing import Any
 
 import httpx
 import websockets
+from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 
 from hermes_chatto.wire.proto import chatto_pb2 as pb
@@ -42,10 +44,18 @@ class RawRpc:
             procedure = "chatto.api.v1." + procedure
         return f"{self.base_url}/api/connect/{procedure}"
 
-    def call(self, procedure: str, body: Any = None, *, token: str | None = ..., raw_body: bytes | None = None,
-             content_type: str = "application/json", method: str = "POST") -> tuple[int, Any, bytes]:
+    def call(
+        self,
+        procedure: str,
+        body: Any = None,
+        *,
+        token: str | None | EllipsisType = ...,
+        raw_body: bytes | None = None,
+        content_type: str = "application/json",
+        method: str = "POST",
+    ) -> tuple[int, Any, bytes]:
         headers = {"Content-Type": content_type, "Connect-Protocol-Version": "1"}
-        tok = self.token if token is ... else token
+        tok = self.token if isinstance(token, EllipsisType) else token
         if tok:
             headers["Authorization"] = f"Bearer {tok}"
         data = raw_body if raw_body is not None else json.dumps(body if body is not None else {}).encode()
@@ -86,9 +96,16 @@ class RawRealtime:
         self.ws_url = ws_url
         self.token = token
         self.protocol_version = protocol_version
-        self.ws = None
+        self.ws: ClientConnection | None = None
 
-    async def connect(self, **kw) -> "RawRealtime":
+    @property
+    def _open_ws(self) -> ClientConnection:
+        """The socket :meth:`connect` opened; raises ``RuntimeError`` before it."""
+        if self.ws is None:
+            raise RuntimeError("RawRealtime: connect() first")
+        return self.ws
+
+    async def connect(self, **kw) -> RawRealtime:
         self.ws = await ws_connect(self.ws_url, max_size=None, open_timeout=10, **kw)
         return self
 
@@ -96,7 +113,7 @@ class RawRealtime:
         if self.ws is not None:
             await self.ws.close()
 
-    async def __aenter__(self) -> "RawRealtime":
+    async def __aenter__(self) -> RawRealtime:
         return await self.connect()
 
     async def __aexit__(self, *exc) -> None:
@@ -105,11 +122,11 @@ class RawRealtime:
     async def send(self, frame: pb.RealtimeClientFrame | bytes | str) -> None:
         if isinstance(frame, pb.RealtimeClientFrame):
             frame = frame.SerializeToString()
-        await self.ws.send(frame)
+        await self._open_ws.send(frame)
 
-    async def send_hello(self, token: str | None = ..., version: int | None = None) -> None:
+    async def send_hello(self, token: str | None | EllipsisType = ..., version: int | None = None) -> None:
         h = pb.RealtimeClientHello(protocol_version=self.protocol_version if version is None else version)
-        tok = self.token if token is ... else token
+        tok = self.token if isinstance(token, EllipsisType) else token
         if tok is not None:
             h.bearer_token = tok
         await self.send(pb.RealtimeClientFrame(hello=h))
@@ -122,7 +139,7 @@ class RawRealtime:
 
     async def recv(self, timeout: float = 5.0) -> pb.RealtimeServerFrame:
         """Next server frame; raises ``TimeoutError`` or ``websockets.ConnectionClosed``."""
-        data = await asyncio.wait_for(self.ws.recv(), timeout)
+        data = await asyncio.wait_for(self._open_ws.recv(), timeout)
         if isinstance(data, str):
             raise AssertionError(f"server sent a text frame: {data[:100]!r}")
         f = pb.RealtimeServerFrame()
@@ -169,7 +186,7 @@ class RawRealtime:
         """
         nonce = f"barrier-{id(self)}-{asyncio.get_running_loop().time()}"
         await self.send(pb.RealtimeClientFrame(ping=pb.RealtimePing(nonce=nonce)))
-        seen = []
+        seen: list[pb.RealtimeServerFrame] = []
         while True:
             f = await self.recv(timeout)
             k = f.WhichOneof("frame")
@@ -186,5 +203,5 @@ class RawRealtime:
                 frames.append(await self.recv(timeout))
         except websockets.ConnectionClosed:
             pass
-        rcvd = self.ws.protocol.close_rcvd
+        rcvd = self._open_ws.protocol.close_rcvd
         return frames, (rcvd.code if rcvd is not None else None)

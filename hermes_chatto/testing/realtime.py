@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import logging
 import re
 from typing import TYPE_CHECKING
 
 from google.protobuf.message import DecodeError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from hermes_chatto.logs import get_logger
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
 from . import projection as P
@@ -39,16 +39,25 @@ from .state import MAX_RETAINED_ROOMS, Fact
 if TYPE_CHECKING:  # pragma: no cover
     from .server import LocalChatto
 
-log = logging.getLogger("hermes_chatto.testing.realtime")
+log = get_logger("hermes_chatto.testing.realtime")
 
 _ORIGIN_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*://[^/?#@\s]+$")
 
 #: WebSocket close code sent after a fatal error / close frame with this realtime code.
 WS_CODES = {
-    "bad_hello": 1002, "bad_subscribe": 1002, "unsupported_protocol": 1002, "bad_frame": 1003,
-    "authentication_required": 1008, "invalid_cursor": 1008, "cursor_expired": 1008,
-    "replay_limit_exceeded": 1008, "temporarily_unavailable": 1013, "subscribe_failed": 1011,
-    "catch_up_in_progress": 1013, "catch_up_rate_limited": 1013, "catch_up_server_busy": 1013,
+    "bad_hello": 1002,
+    "bad_subscribe": 1002,
+    "unsupported_protocol": 1002,
+    "bad_frame": 1003,
+    "authentication_required": 1008,
+    "invalid_cursor": 1008,
+    "cursor_expired": 1008,
+    "replay_limit_exceeded": 1008,
+    "temporarily_unavailable": 1013,
+    "subscribe_failed": 1011,
+    "catch_up_in_progress": 1013,
+    "catch_up_rate_limited": 1013,
+    "catch_up_server_busy": 1013,
 }
 
 
@@ -56,8 +65,9 @@ def ws_code_for(code: str, default: int = 1000) -> int:
     return WS_CODES.get(code, default)
 
 
-def error_frame(code: str, message: str, *, fatal: bool, retry_after_ms: int | None = None,
-                room_id: str | None = None) -> bytes:
+def error_frame(
+    code: str, message: str, *, fatal: bool, retry_after_ms: int | None = None, room_id: str | None = None
+) -> bytes:
     e = pb.RealtimeError(code=code, message=message, fatal=fatal)
     if retry_after_ms is not None:
         e.retry_after_ms = retry_after_ms
@@ -67,8 +77,9 @@ def error_frame(code: str, message: str, *, fatal: bool, retry_after_ms: int | N
 
 
 def close_frame(code: str, message: str, *, reconnect: bool, retry_after_ms: int = 0) -> bytes:
-    return pb.RealtimeServerFrame(close=pb.RealtimeClose(code=code, message=message, reconnect=reconnect,
-                                                         retry_after_ms=retry_after_ms)).SerializeToString()
+    return pb.RealtimeServerFrame(
+        close=pb.RealtimeClose(code=code, message=message, reconnect=reconnect, retry_after_ms=retry_after_ms)
+    ).SerializeToString()
 
 
 class _Close:
@@ -83,7 +94,7 @@ class Conn:
 
     _ids = itertools.count(1)
 
-    def __init__(self, hub: "Hub", ws: WebSocket):
+    def __init__(self, hub: Hub, ws: WebSocket):
         self.id = next(self._ids)
         self.hub = hub
         self.ws = ws
@@ -121,24 +132,34 @@ class Conn:
 
     def deliver(self, facts: list[Fact]) -> None:
         state = self.hub.server.state
+        viewer = self.user_id
+        if viewer is None:  # a socket goes live only after an authenticated hello
+            return
         with state.lock:
             for f in facts:
                 if f.seq <= self.boundary:
                     continue
-                frame = P.fact_frame(state, f, self.user_id, self.retained)
+                frame = P.fact_frame(state, f, viewer, self.retained)
                 if frame is not None:
                     self.send(frame.SerializeToString())
 
     def info(self) -> dict:
-        return {"id": self.id, "user_id": self.user_id, "retained": list(self.retained), "live": self.live,
-                "caught_up": self.caught_up, "path": self.path, "protocol": self.protocol,
-                "frames_sent": self.frames_sent}
+        return {
+            "id": self.id,
+            "user_id": self.user_id,
+            "retained": list(self.retained),
+            "live": self.live,
+            "caught_up": self.caught_up,
+            "path": self.path,
+            "protocol": self.protocol,
+            "frames_sent": self.frames_sent,
+        }
 
 
 class Hub:
     """Registry of sockets + thread-safe entry points for fan-out and faults."""
 
-    def __init__(self, server: "LocalChatto"):
+    def __init__(self, server: LocalChatto):
         self.server = server
         self.conns: set[Conn] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -166,15 +187,17 @@ class Hub:
                 continue
             conn.deliver(facts)
             if rbac:
-                conn.close(close_frame("projection_reset_required", "authorization changed", reconnect=True),
-                           1000)
+                conn.close(close_frame("projection_reset_required", "authorization changed", reconnect=True), 1000)
 
     def _transient(self, kind: str, payload: dict) -> None:
         if kind != "typing":
             return
-        env = pb.RealtimeEventEnvelope(id=new_id("E"), created_at=R.ts(payload["created_ns"]),
-                                       actor_id=payload["actor_id"],
-                                       user_typing=pb.RealtimeTypingEvent(room_id=payload["room_id"]))
+        env = pb.RealtimeEventEnvelope(
+            id=new_id("E"),
+            created_at=R.ts(payload["created_ns"]),
+            actor_id=payload["actor_id"],
+            user_typing=pb.RealtimeTypingEvent(room_id=payload["room_id"]),
+        )
         if payload["thread_root_event_id"]:
             env.user_typing.thread_root_event_id = payload["thread_root_event_id"]
         data = pb.RealtimeServerFrame(event=env).SerializeToString()
@@ -188,6 +211,7 @@ class Hub:
             for conn in list(self.conns):
                 if user_id is None or conn.user_id == user_id:
                     fn(conn)
+
         self._call(run)
 
 
@@ -199,7 +223,7 @@ async def _recv(ws: WebSocket, timeout: float | None):
     """Next client message: ``bytes``, ``str`` (text frame) or ``None`` (disconnected/timeout)."""
     try:
         msg = await asyncio.wait_for(ws.receive(), timeout) if timeout else await ws.receive()
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return TimeoutError()
     except (WebSocketDisconnect, RuntimeError):
         return None
@@ -235,7 +259,7 @@ async def realtime_endpoint(ws: WebSocket) -> None:
         if not conn.closing:
             conn.close(None, 1000)
         await asyncio.wait_for(asyncio.shield(writer), 5)
-    except (asyncio.TimeoutError, WebSocketDisconnect):
+    except (TimeoutError, WebSocketDisconnect):
         pass
     finally:
         conn.live = False
@@ -270,8 +294,9 @@ def _fatal(conn: Conn, code: str, message: str, ws_code: int | None = None) -> N
     conn.close(error_frame(code, message, fatal=True), ws_code if ws_code is not None else ws_code_for(code, 1011))
 
 
-async def _expect_frame(server: "LocalChatto", conn: Conn, kind: str, code: str,
-                        wrong: str) -> "pb.RealtimeClientFrame | None":
+async def _expect_frame(
+    server: LocalChatto, conn: Conn, kind: str, code: str, wrong: str
+) -> pb.RealtimeClientFrame | None:
     """Read one handshake frame that must be ``kind``; on timeout, a text frame, garbage or
     another frame kind, queue the fatal error the real server sends (``code`` /
     ``bad_frame``) and return ``None``."""
@@ -296,7 +321,7 @@ async def _expect_frame(server: "LocalChatto", conn: Conn, kind: str, code: str,
     return frame
 
 
-async def _session(server: "LocalChatto", conn: Conn) -> asyncio.Task | None:
+async def _session(server: LocalChatto, conn: Conn) -> asyncio.Task | None:
     """Handshake + catch-up. Returns the heartbeat task once live, ``None`` when the
     socket is being closed (the close is already queued)."""
     ws, state = conn.ws, server.state
@@ -310,7 +335,7 @@ async def _session(server: "LocalChatto", conn: Conn) -> asyncio.Task | None:
     token = hello.bearer_token if hello.HasField("bearer_token") else None
     if token is None:
         h = ws.headers.get("authorization")
-        token = h[len("Bearer "):] if h and h.startswith("Bearer ") else None
+        token = h[len("Bearer ") :] if h and h.startswith("Bearer ") else None
     if server.auth_backend_down:
         _fatal(conn, "temporarily_unavailable", "authentication backend unavailable", 1013)
         return None
@@ -321,12 +346,20 @@ async def _session(server: "LocalChatto", conn: Conn) -> asyncio.Task | None:
         return None
     conn.user_id, conn.token, conn.protocol = user_id, token, server.protocol_version
     caps = P.CAPABILITIES_V2 if conn.protocol == 2 else P.CAPABILITIES_V1
-    conn.send(pb.RealtimeServerFrame(hello=pb.RealtimeServerHello(
-        protocol_version=conn.protocol, server_version=state.version,
-        heartbeat_interval_seconds=server.advertised_heartbeat, capabilities=list(caps))).SerializeToString())
+    conn.send(
+        pb.RealtimeServerFrame(
+            hello=pb.RealtimeServerHello(
+                protocol_version=conn.protocol,
+                server_version=state.version,
+                heartbeat_interval_seconds=server.advertised_heartbeat,
+                capabilities=list(caps),
+            )
+        ).SerializeToString()
+    )
 
-    frame = await _expect_frame(server, conn, "subscribe_events", "bad_subscribe",
-                                "second frame must be subscribe_events")
+    frame = await _expect_frame(
+        server, conn, "subscribe_events", "bad_subscribe", "second frame must be subscribe_events"
+    )
     if frame is None:
         return None
     sub = frame.subscribe_events
@@ -359,11 +392,13 @@ async def _session(server: "LocalChatto", conn: Conn) -> asyncio.Task | None:
             frames = P.reset_frames(state, user_id, conn.retained)
         else:
             conn.path = "replay"
+            assert cursor is not None  # replay_facts answers None (a reset) without a cursor
             start = cursor
             frames = [f for f in (P.fact_frame(state, x, user_id, conn.retained) for x in facts) if f is not None]
         frames.append(P.reconciliation(state, user_id, replay=facts is not None))
-        caught = pb.RealtimeServerFrame(caught_up=pb.RealtimeCaughtUp(
-            cursor=state.sealer.resume_cursor(user_id, state.seq, now)))
+        caught = pb.RealtimeServerFrame(
+            caught_up=pb.RealtimeCaughtUp(cursor=state.sealer.resume_cursor(user_id, state.seq, now))
+        )
         conn.send(pb.RealtimeServerFrame(subscribed=pb.RealtimeSubscribed(start_cursor=start)).SerializeToString())
         for f in frames:
             conn.send(f.SerializeToString())
@@ -374,16 +409,19 @@ async def _session(server: "LocalChatto", conn: Conn) -> asyncio.Task | None:
     return asyncio.create_task(_heartbeats(server, conn))
 
 
-async def _heartbeats(server: "LocalChatto", conn: Conn) -> None:
+async def _heartbeats(server: LocalChatto, conn: Conn) -> None:
     while not conn.closing:
         await asyncio.sleep(server.heartbeat_interval)
         if conn.closing:
             return
-        conn.send(pb.RealtimeServerFrame(heartbeat=pb.RealtimeHeartbeat(
-            id=new_id("E"), created_at=R.ts(server.state.now_ns()))).SerializeToString())
+        conn.send(
+            pb.RealtimeServerFrame(
+                heartbeat=pb.RealtimeHeartbeat(id=new_id("E"), created_at=R.ts(server.state.now_ns()))
+            ).SerializeToString()
+        )
 
 
-def _handle_live(server: "LocalChatto", conn: Conn, data) -> bool:
+def _handle_live(server: LocalChatto, conn: Conn, data) -> bool:
     """One client frame after subscription; False ends the read loop."""
     if isinstance(data, TimeoutError):
         return True
@@ -404,14 +442,20 @@ def _handle_live(server: "LocalChatto", conn: Conn, data) -> bool:
     return True
 
 
-def _hydrate(server: "LocalChatto", conn: Conn, room_id: str) -> None:
+def _hydrate(server: LocalChatto, conn: Conn, room_id: str) -> None:
     """``hydrate_room`` (spec §3.6): room_upsert (full membership) + room_timeline_replace."""
     state = server.state
     if room_id in conn.retained:
         return
     if len(conn.retained) >= MAX_RETAINED_ROOMS:
-        conn.send(error_frame("too_many_retained_rooms", f"at most {MAX_RETAINED_ROOMS} retained rooms per connection",
-                              fatal=False, room_id=room_id))
+        conn.send(
+            error_frame(
+                "too_many_retained_rooms",
+                f"at most {MAX_RETAINED_ROOMS} retained rooms per connection",
+                fatal=False,
+                room_id=room_id,
+            )
+        )
         return
     conn.retained.append(room_id)
     with state.lock:
@@ -419,6 +463,11 @@ def _hydrate(server: "LocalChatto", conn: Conn, room_id: str) -> None:
         if room is None or conn.user_id not in room.members:
             conn.send(error_frame("room_unavailable", "room is not available", fatal=False, room_id=room_id))
             return
-        ev = P.synthetic_event(state, [P.room_upsert(state, room, conn.user_id, with_members=True),
-                                       P.timeline_replace(state, room, conn.user_id)])
+        ev = P.synthetic_event(
+            state,
+            [
+                P.room_upsert(state, room, conn.user_id, with_members=True),
+                P.timeline_replace(state, room, conn.user_id),
+            ],
+        )
         conn.send(ev.SerializeToString())

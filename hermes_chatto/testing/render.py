@@ -10,14 +10,13 @@ viewer- and timeline-bound ``tl:`` cursors, empty page → empty cursors,
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
-from .state import (ROOM_PERMISSIONS, SERVER_PERMISSIONS, ChattoState, MsgRec, MsgView, RoomRec, RowRec,
-                    UserRec, err)
+from .state import ROOM_PERMISSIONS, SERVER_PERMISSIONS, ChattoState, MsgRec, MsgView, RoomRec, RowRec, UserRec, err
 
 
 def ts(ns: int) -> Timestamp:
@@ -36,12 +35,21 @@ def directory_member(u: UserRec) -> pb.DirectoryMember:
 
 
 def room_pb(room: RoomRec) -> pb.Room:
-    return pb.Room(id=room.id, kind=pb.ROOM_KIND_DM if room.is_dm else pb.ROOM_KIND_CHANNEL, name=room.name,
-                   description=room.description, archived=room.archived, group_id=room.group_id,
-                   universal=room.universal, slow_mode_seconds=room.slow_mode_seconds)
+    return pb.Room(
+        id=room.id,
+        kind=pb.ROOM_KIND_DM if room.is_dm else pb.ROOM_KIND_CHANNEL,
+        name=room.name,
+        description=room.description,
+        archived=room.archived,
+        group_id=room.group_id,
+        universal=room.universal,
+        slow_mode_seconds=room.slow_mode_seconds,
+    )
 
 
-def viewer_state(state: ChattoState, room: RoomRec, viewer: str, *, has_unread: bool | None = None) -> pb.RoomViewerState:
+def viewer_state(
+    state: ChattoState, room: RoomRec, viewer: str, *, has_unread: bool | None = None
+) -> pb.RoomViewerState:
     eff = state.effective(viewer, room)
     vs = pb.RoomViewerState(
         is_member=viewer in room.members,
@@ -64,7 +72,8 @@ def viewer_response(state: ChattoState, user_id: str) -> pb.GetViewerResponse:
     return pb.GetViewerResponse(
         user=pb.ViewerUser(profile=user_pb(u)),
         viewer_permissions=pb.ServerViewerPermissions(
-            permissions=[pb.PermissionGrant(permission=p, granted=p in u.server_grants) for p in SERVER_PERMISSIONS]),
+            permissions=[pb.PermissionGrant(permission=p, granted=p in u.server_grants) for p in SERVER_PERMISSIONS]
+        ),
     )
 
 
@@ -74,11 +83,17 @@ def message_pb(view: MsgView | MsgRec, viewer: str, state: ChattoState | None = 
         assert state is not None
         view = state.view(view)
     m = view.rec
-    out = pb.Message(id=m.id, room_id=m.room_id, created_at=ts(m.created_ns), actor_id=m.actor_id,
-                     in_reply_to=m.in_reply_to, thread_root_event_id=m.thread_root_event_id,
-                     echo_of_event_id=m.echo_of_event_id,
-                     echo_from_thread_root_event_id=m.echo_from_thread_root_event_id,
-                     channel_echo_event_id=m.channel_echo_event_id)
+    out = pb.Message(
+        id=m.id,
+        room_id=m.room_id,
+        created_at=ts(m.created_ns),
+        actor_id=m.actor_id,
+        in_reply_to=m.in_reply_to,
+        thread_root_event_id=m.thread_root_event_id,
+        echo_of_event_id=m.echo_of_event_id,
+        echo_from_thread_root_event_id=m.echo_from_thread_root_event_id,
+        channel_echo_event_id=m.channel_echo_event_id,
+    )
     if m.body is not None:
         out.body = m.body
     if m.updated_ns is not None:
@@ -86,13 +101,17 @@ def message_pb(view: MsgView | MsgRec, viewer: str, state: ChattoState | None = 
     if m.deleted_ns is not None:
         out.deleted_at.CopyFrom(ts(m.deleted_ns))
     for emoji, users in m.reactions.items():
-        out.reactions.append(pb.MessageReaction(emoji=emoji, count=len(users), has_reacted=viewer in users,
-                                                preview_user_ids=users[:3]))
+        out.reactions.append(
+            pb.MessageReaction(emoji=emoji, count=len(users), has_reacted=viewer in users, preview_user_ids=users[:3])
+        )
     if view.thread is not None:
         t = view.thread
-        summ = pb.ThreadSummary(thread_root_event_id=m.id, reply_count=t.reply_count,
-                                participant_preview_user_ids=list(t.participants[:5]),
-                                participant_count=len(t.participants))
+        summ = pb.ThreadSummary(
+            thread_root_event_id=m.id,
+            reply_count=t.reply_count,
+            participant_preview_user_ids=list(t.participants[:5]),
+            participant_count=len(t.participants),
+        )
         if t.last_reply_ns is not None:
             summ.last_reply_at.CopyFrom(ts(t.last_reply_ns))
         vs = pb.ThreadViewerState(is_following=viewer in t.followers)
@@ -129,8 +148,12 @@ def timeline_event(state: ChattoState, item: MsgRec | RowRec | MsgView, viewer: 
         return ev
     view = item if isinstance(item, MsgView) else state.view(item)
     m = view.rec
-    return pb.RoomTimelineEvent(id=m.id, created_at=ts(m.created_ns), actor_id=m.actor_id,
-                                message_posted=pb.RoomMessagePosted(message=message_pb(view, viewer)))
+    return pb.RoomTimelineEvent(
+        id=m.id,
+        created_at=ts(m.created_ns),
+        actor_id=m.actor_id,
+        message_posted=pb.RoomMessagePosted(message=message_pb(view, viewer)),
+    )
 
 
 def _item_users(state: ChattoState, item) -> list[str]:
@@ -158,7 +181,11 @@ def thread_scope(room_id: str, root_id: str) -> str:
     return f"thread:{room_id}:{root_id}"
 
 
-def _open(state: ChattoState, text: str, viewer: str, scope: str) -> int:
+def _open(state: ChattoState, text: str | None, viewer: str, scope: str) -> int:
+    """Sequence number inside the ``tl:`` cursor ``text``; raises ``invalid_argument`` for
+    a bad one. ``None`` (no cursor with a before/after mode) cannot come from
+    ``rpc._cursor``, which pairs a mode with the oneof's string."""
+    assert text is not None
     try:
         return state.sealer.open_timeline_cursor(text, viewer, scope)
     except ValueError:
@@ -169,8 +196,9 @@ def room_items(state: ChattoState, room: RoomRec) -> list:
     return [state.messages.get(i) or state.rows[i] for i in room.timeline]
 
 
-def room_page(state: ChattoState, viewer: str, room: RoomRec, limit: int, mode: str = "none",
-              cursor: str | None = None) -> tuple[pb.RoomTimelinePage, dict[str, str]]:
+def room_page(
+    state: ChattoState, viewer: str, room: RoomRec, limit: int, mode: str = "none", cursor: str | None = None
+) -> tuple[pb.RoomTimelinePage, dict[str, str]]:
     """Room timeline page (roots, echo rows, lifecycle rows; never thread replies) and
     the ``event id → room tl: cursor`` map used by ``room_timeline_replace``."""
     scope = room_scope(room.id)
@@ -190,8 +218,15 @@ def room_page(state: ChattoState, viewer: str, room: RoomRec, limit: int, mode: 
     return page, cursors
 
 
-def thread_page(state: ChattoState, viewer: str, room: RoomRec, root: MsgRec, limit: int,
-                mode: str = "none", cursor: str | None = None) -> pb.RoomTimelinePage:
+def thread_page(
+    state: ChattoState,
+    viewer: str,
+    room: RoomRec,
+    root: MsgRec,
+    limit: int,
+    mode: str = "none",
+    cursor: str | None = None,
+) -> pb.RoomTimelinePage:
     """``GetThreadEvents`` page: without a cursor the root first, then the newest ``limit``
     replies; with ``before``/``after`` replies only. Cursors come from replies only."""
     scope = thread_scope(room.id, root.id)
@@ -206,8 +241,9 @@ def thread_page(state: ChattoState, viewer: str, room: RoomRec, root: MsgRec, li
     return _thread_rows(state, viewer, scope, root if include_root else None, items, has_older, has_newer)
 
 
-def _thread_rows(state: ChattoState, viewer: str, scope, root: MsgRec | None, items: list,
-                 has_older: bool, has_newer: bool) -> pb.RoomTimelinePage:
+def _thread_rows(
+    state: ChattoState, viewer: str, scope, root: MsgRec | None, items: list, has_older: bool, has_newer: bool
+) -> pb.RoomTimelinePage:
     """A thread page: the root first when given, then ``items``; cursors from the replies
     only (none for an empty reply list, spec §2.8); ``includes.users`` of every row."""
     page = pb.RoomTimelinePage(has_older=has_older, has_newer=has_newer)
@@ -222,8 +258,9 @@ def _thread_rows(state: ChattoState, viewer: str, scope, root: MsgRec | None, it
     return page
 
 
-def thread_page_around(state: ChattoState, viewer: str, room: RoomRec, root: MsgRec, event_id: str,
-                       limit: int) -> tuple[pb.RoomTimelinePage, int]:
+def thread_page_around(
+    state: ChattoState, viewer: str, room: RoomRec, root: MsgRec, event_id: str, limit: int
+) -> tuple[pb.RoomTimelinePage, int]:
     """``GetThreadEventsAround``: root at index 0; anchor = root → first ``limit`` replies;
     otherwise ≈ (limit−1)/2 replies before the anchor. Returns (page, target_index)."""
     limit = state.clamp_limit(limit)

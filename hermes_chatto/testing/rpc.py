@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf import json_format
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
+from hermes_chatto.logs import get_logger
 from hermes_chatto.wire.errors import ChattoError
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
@@ -36,23 +37,44 @@ from .state import ChattoState, err
 if TYPE_CHECKING:  # pragma: no cover
     from .server import LocalChatto
 
-log = logging.getLogger("hermes_chatto.testing.rpc")
+log = get_logger("hermes_chatto.testing.rpc")
 
 MAX_REQUEST_BYTES = 1 << 20  #: connect MaxRequestMessageBytes (spec §1.2)
 
 HTTP_STATUS = {
-    "canceled": 499, "unknown": 500, "invalid_argument": 400, "deadline_exceeded": 504, "not_found": 404,
-    "already_exists": 409, "permission_denied": 403, "resource_exhausted": 429, "failed_precondition": 400,
-    "aborted": 409, "out_of_range": 400, "unimplemented": 501, "internal": 500, "unavailable": 503,
-    "data_loss": 500, "unauthenticated": 401,
+    "canceled": 499,
+    "unknown": 500,
+    "invalid_argument": 400,
+    "deadline_exceeded": 504,
+    "not_found": 404,
+    "already_exists": 409,
+    "permission_denied": 403,
+    "resource_exhausted": 429,
+    "failed_precondition": 400,
+    "aborted": 409,
+    "out_of_range": 400,
+    "unimplemented": 501,
+    "internal": 500,
+    "unavailable": 503,
+    "data_loss": 500,
+    "unauthenticated": 401,
 }
 
 
 @dataclass
 class Ctx:
     state: ChattoState
-    user_id: str | None
-    server: "LocalChatto"
+    user_id: str | None  #: ``None`` only for a public method (``GetServer``)
+    server: LocalChatto
+
+    @property
+    def me(self) -> str:
+        """The authenticated caller's user id. Every non-public method has one (the
+        endpoint answered ``unauthenticated`` before calling it); raises ``unauthenticated``
+        otherwise."""
+        if self.user_id is None:
+            raise err("unauthenticated", "authentication required")
+        return self.user_id
 
 
 def error_response(code: str, message: str) -> Response:
@@ -71,11 +93,11 @@ def get_server(ctx: Ctx, req) -> pb.GetServerResponse:
 
 def get_viewer(ctx: Ctx, req) -> pb.GetViewerResponse:
     with ctx.state.lock:
-        return R.viewer_response(ctx.state, ctx.user_id)
+        return R.viewer_response(ctx.state, ctx.me)
 
 
 def list_rooms(ctx: Ctx, req) -> pb.ListRoomsResponse:
-    s, me = ctx.state, ctx.user_id
+    s, me = ctx.state, ctx.me
     scope = req.scope
     out = pb.ListRoomsResponse()
     with s.lock:
@@ -95,7 +117,7 @@ def list_rooms(ctx: Ctx, req) -> pb.ListRoomsResponse:
 
 
 def get_room(ctx: Ctx, req) -> pb.GetRoomResponse:
-    s, me = ctx.state, ctx.user_id
+    s, me = ctx.state, ctx.me
     with s.lock:
         room = s.room(req.room_id)
         if not s.can_see(me, room):
@@ -107,7 +129,7 @@ def get_room(ctx: Ctx, req) -> pb.GetRoomResponse:
 
 def start_dm(ctx: Ctx, req) -> pb.StartDMResponse:
     with ctx.state.lock:
-        room = ctx.state.start_dm(ctx.user_id, list(req.participant_ids))
+        room = ctx.state.start_dm(ctx.me, list(req.participant_ids))
         return pb.StartDMResponse(room=R.room_pb(room))
 
 
@@ -119,43 +141,50 @@ def _cursor(req) -> tuple[str, str | None]:
 def get_room_events(ctx: Ctx, req) -> pb.GetRoomEventsResponse:
     s = ctx.state
     with s.lock:
-        room = s._member_room(ctx.user_id, req.room_id)
+        room = s._member_room(ctx.me, req.room_id)
         mode, cur = _cursor(req)
-        page, _ = R.room_page(s, ctx.user_id, room, req.limit, mode, cur)
+        page, _ = R.room_page(s, ctx.me, room, req.limit, mode, cur)
         return pb.GetRoomEventsResponse(page=page)
 
 
 def update_typing(ctx: Ctx, req) -> pb.UpdateTypingIndicatorResponse:
-    ctx.state.typing(ctx.user_id, req.room_id, req.thread_root_event_id)
+    ctx.state.typing(ctx.me, req.room_id, req.thread_root_event_id)
     return pb.UpdateTypingIndicatorResponse(updated=True)
 
 
 def create_message(ctx: Ctx, req) -> pb.CreateMessageResponse:
     s = ctx.state
     with s.lock:
-        m = s.create_message(ctx.user_id, req.room_id, req.body, thread_root_event_id=req.thread_root_event_id,
-                             in_reply_to=req.in_reply_to, also_send_to_channel=req.also_send_to_channel,
-                             create_thread=req.create_thread, attachment_asset_ids=list(req.attachment_asset_ids))
-        return pb.CreateMessageResponse(message=R.message_pb(m, ctx.user_id, s))
+        m = s.create_message(
+            ctx.me,
+            req.room_id,
+            req.body,
+            thread_root_event_id=req.thread_root_event_id,
+            in_reply_to=req.in_reply_to,
+            also_send_to_channel=req.also_send_to_channel,
+            create_thread=req.create_thread,
+            attachment_asset_ids=list(req.attachment_asset_ids),
+        )
+        return pb.CreateMessageResponse(message=R.message_pb(m, ctx.me, s))
 
 
 def update_message(ctx: Ctx, req) -> pb.UpdateMessageResponse:
     s = ctx.state
     with s.lock:
-        m = s.update_message(ctx.user_id, req.room_id, req.event_id, req.body if req.HasField("body") else None)
-        return pb.UpdateMessageResponse(message=R.message_pb(m, ctx.user_id, s))
+        m = s.update_message(ctx.me, req.room_id, req.event_id, req.body if req.HasField("body") else None)
+        return pb.UpdateMessageResponse(message=R.message_pb(m, ctx.me, s))
 
 
 def delete_message(ctx: Ctx, req) -> pb.DeleteMessageResponse:
-    ctx.state.delete_message(ctx.user_id, req.room_id, req.event_id)
+    ctx.state.delete_message(ctx.me, req.room_id, req.event_id)
     return pb.DeleteMessageResponse(deleted=True)
 
 
 def get_message(ctx: Ctx, req) -> pb.GetMessageResponse:
     s = ctx.state
     with s.lock:
-        m = s.get_message(ctx.user_id, req.room_id, req.event_id)
-        return pb.GetMessageResponse(message=R.message_pb(m, ctx.user_id, s))
+        m = s.get_message(ctx.me, req.room_id, req.event_id)
+        return pb.GetMessageResponse(message=R.message_pb(m, ctx.me, s))
 
 
 def _reaction(m, emoji: str, viewer: str) -> pb.MessageReaction | None:
@@ -168,9 +197,9 @@ def _reaction(m, emoji: str, viewer: str) -> pb.MessageReaction | None:
 def _react(ctx: Ctx, req, add: bool):
     s = ctx.state
     with s.lock:
-        changed, m = s.react(ctx.user_id, req.room_id, req.message_event_id, req.emoji, add)
+        changed, m = s.react(ctx.me, req.room_id, req.message_event_id, req.emoji, add)
         out = pb.AddReactionResponse(added=changed) if add else pb.RemoveReactionResponse(removed=changed)
-        r = _reaction(m, req.emoji, ctx.user_id)
+        r = _reaction(m, req.emoji, ctx.me)
         if r is not None:
             out.reaction.CopyFrom(r)
         return out
@@ -187,22 +216,25 @@ def remove_reaction(ctx: Ctx, req) -> pb.RemoveReactionResponse:
 def get_thread_events(ctx: Ctx, req) -> pb.GetThreadEventsResponse:
     s = ctx.state
     with s.lock:
-        room, root = s.thread_root(ctx.user_id, req.room_id, req.thread_root_event_id)
+        room, root = s.thread_root(ctx.me, req.room_id, req.thread_root_event_id)
         mode, cur = _cursor(req)
-        return pb.GetThreadEventsResponse(page=R.thread_page(s, ctx.user_id, room, root, req.limit, mode, cur))
+        return pb.GetThreadEventsResponse(page=R.thread_page(s, ctx.me, room, root, req.limit, mode, cur))
 
 
 def get_thread_events_around(ctx: Ctx, req) -> pb.GetThreadEventsAroundResponse:
     s = ctx.state
     with s.lock:
-        room, root = s.thread_root(ctx.user_id, req.room_id, req.thread_root_event_id)
-        page, idx = R.thread_page_around(s, ctx.user_id, room, root, req.event_id, req.limit)
+        room, root = s.thread_root(ctx.me, req.room_id, req.thread_root_event_id)
+        page, idx = R.thread_page_around(s, ctx.me, room, root, req.event_id, req.limit)
         return pb.GetThreadEventsAroundResponse(page=page, target_index=idx)
 
 
 def batch_get_users(ctx: Ctx, req) -> pb.BatchGetUsersResponse:
     if len(req.user_ids) > 100:
-        raise err("invalid_argument", "validation error:\n - user_ids: value must contain no more than 100 item(s) [repeated.max_items]")
+        raise err(
+            "invalid_argument",
+            "validation error:\n - user_ids: value must contain no more than 100 item(s) [repeated.max_items]",
+        )
     s = ctx.state
     with s.lock:
         return pb.BatchGetUsersResponse(users=[R.directory_member(s.users[u]) for u in req.user_ids if u in s.users])
@@ -223,7 +255,7 @@ def get_user(ctx: Ctx, req) -> pb.GetUserResponse:
 
 API = "chatto.api.v1."
 #: procedure path → (request class, handler, public)
-METHODS: dict[str, tuple[type, Callable[[Ctx, Any], Any], bool]] = {
+METHODS: dict[str, tuple[type[Message], Callable[[Ctx, Any], Any], bool]] = {
     "chatto.discovery.v1.ServerDiscoveryService/GetServer": (pb.GetServerRequest, get_server, True),
     API + "ViewerService/GetViewer": (pb.GetViewerRequest, get_viewer, False),
     API + "RoomDirectoryService/ListRooms": (pb.ListRoomsRequest, list_rooms, False),
@@ -249,7 +281,7 @@ def bearer_of(request) -> str | None:
     h = request.headers.get("authorization")
     if h is None or not h.startswith("Bearer "):
         return None
-    return h[len("Bearer "):]
+    return h[len("Bearer ") :]
 
 
 async def _read_body(request: Request) -> bytes | None:
@@ -298,8 +330,9 @@ async def connect_endpoint(request: Request) -> Response:
                 return error_response("unauthenticated", "authentication required")
         body = await _read_body(request)
         if body is None:
-            return error_response("resource_exhausted",
-                                  f"message size is larger than configured max {MAX_REQUEST_BYTES}")
+            return error_response(
+                "resource_exhausted", f"message size is larger than configured max {MAX_REQUEST_BYTES}"
+            )
         try:
             if ctype == "application/json":
                 if not body:
@@ -334,8 +367,7 @@ async def connect_endpoint(request: Request) -> Response:
     if ctype == "application/proto":
         return Response(resp_msg.SerializeToString(), media_type="application/proto")
     data = json_format.MessageToDict(resp_msg)
-    return Response(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode(),
-                    media_type="application/json")
+    return Response(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode(), media_type="application/json")
 
 
 async def _apply_fault(request: Request, fault) -> Response | None:

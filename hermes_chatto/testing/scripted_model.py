@@ -90,7 +90,7 @@ def split_context(user_text: str) -> tuple[str | None, str]:
     if idx < 0:
         return None, user_text
     block = user_text[:idx].rstrip("\n")
-    trigger = user_text[idx + len(NEW_MESSAGE_MARK):].lstrip("\n")
+    trigger = user_text[idx + len(NEW_MESSAGE_MARK) :].lstrip("\n")
     return (block or None), trigger
 
 
@@ -106,9 +106,9 @@ def earlier_thread_lines(user_text: str) -> list[str]:
     if pos < 0:
         return []
     lines = []
-    for line in block[pos + len(EARLIER_HEADER):].splitlines():
+    for line in block[pos + len(EARLIER_HEADER) :].splitlines():
         s = line.strip()
-        if not s or s.startswith("[") or s.startswith("("):
+        if not s or s.startswith(("[", "(")):
             continue
         lines.append(line)
     return lines
@@ -128,7 +128,7 @@ def is_own_line(line: str) -> bool:
 def _strip_sender_prefix(trigger: str) -> str:
     """Drop the ``[<user_name>] `` prefix Hermes adds in shared sessions."""
     m = re.match(r"^\[[^\]\n]{1,80}\] ", trigger)
-    return trigger[m.end():] if m else trigger
+    return trigger[m.end() :] if m else trigger
 
 
 def long_reply(tag: str = "") -> str:
@@ -159,9 +159,11 @@ def long_reply(tag: str = "") -> str:
 
 #: :meth:`ScriptedModel.default_reply`'s sentence, read back by :func:`parse_reply`.
 _REPLY_RE = re.compile(
-    r'^Scripted reply #(?P<n>\d+): (?:I see no earlier messages from this thread'
-    r'|I see (?P<k>\d+) earlier messages? in this thread \((?P<own>\d+) mine\): .*)'
-    r'\. You wrote: "(?P<text>[^"]*)"$', re.S)
+    r"^Scripted reply #(?P<n>\d+): (?:I see no earlier messages from this thread"
+    r"|I see (?P<k>\d+) earlier messages? in this thread \((?P<own>\d+) mine\): .*)"
+    r'\. You wrote: "(?P<text>[^"]*)"$',
+    re.S,
+)
 _QUOTE_CHARS = 48
 
 
@@ -196,7 +198,7 @@ def _quote_line(line: str) -> str:
     author = head.split(" · ", 1)[0].strip()
     body = " ".join(body.split()).replace('"', "'")
     if len(body) > _QUOTE_CHARS:
-        body = body[:_QUOTE_CHARS - 1].rstrip() + "…"
+        body = body[: _QUOTE_CHARS - 1].rstrip() + "…"
     return f'{author}: "{body}"' if author else f'"{body}"'
 
 
@@ -250,8 +252,7 @@ class ScriptedModel:
     Thread-safe: the handler runs in server threads; :attr:`requests` is appended under a
     lock (read a snapshot with :meth:`snapshot`)."""
 
-    def __init__(self, *, model_id: str = MODEL_ID, context_length: int = 131_072,
-                 chunk_chars: int = 400) -> None:
+    def __init__(self, *, model_id: str = MODEL_ID, context_length: int = 131_072, chunk_chars: int = 400) -> None:
         self.model_id = model_id
         self.context_length = context_length
         self.chunk_chars = chunk_chars
@@ -279,8 +280,7 @@ class ScriptedModel:
         srv = ThreadingHTTPServer((host, port), Handler)
         srv.daemon_threads = True
         self._server = srv
-        self._thread = threading.Thread(target=srv.serve_forever, name="scripted-model",
-                                        daemon=True)
+        self._thread = threading.Thread(target=srv.serve_forever, name="scripted-model", daemon=True)
         self._thread.start()
         self.base_url = f"http://{host}:{srv.server_address[1]}/v1"
         return self.base_url
@@ -364,8 +364,10 @@ class ScriptedModel:
         tail = " ".join(trigger_clean.split())[-80:].replace('"', "'")
         if lines:
             quoted = "; ".join(_quote_line(ln) for ln in lines)
-            seen = (f"I see {len(lines)} earlier message{'s' if len(lines) != 1 else ''} in this thread "
-                    f"({own} mine): {quoted}")
+            seen = (
+                f"I see {len(lines)} earlier message{'s' if len(lines) != 1 else ''} in this thread "
+                f"({own} mine): {quoted}"
+            )
         else:
             seen = "I see no earlier messages from this thread"
         return f'Scripted reply #{n}: {seen}. You wrote: "{tail}"'
@@ -422,9 +424,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.owner._record(ModelRequest(time.time(), "GET", self.path, None))
         if self.path.split("?")[0].rstrip("/") in ("/v1/models", "/models"):
             o = self.owner
-            return self._send_json({"object": "list", "data": [{
-                "id": o.model_id, "object": "model", "created": 0, "owned_by": "scripted",
-                "context_length": o.context_length}]})
+            return self._send_json(
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": o.model_id,
+                            "object": "model",
+                            "created": 0,
+                            "owned_by": "scripted",
+                            "context_length": o.context_length,
+                        }
+                    ],
+                }
+            )
         self._send_json({"error": {"message": "not found"}}, 404)
 
     def do_HEAD(self) -> None:  # noqa: N802
@@ -446,9 +459,14 @@ class _Handler(BaseHTTPRequestHandler):
         req.n, req.scripted = n, scripted
         text = r.get("content") or ""
         now_ms = int(time.time() * 1000)
-        calls = [{"id": f"call_{n}_{i}", "type": "function", "function": {
-            "name": c["name"], "arguments": json.dumps(c.get("arguments") or {})}}
-            for i, c in enumerate(r.get("tool_calls") or [])]
+        calls: list[dict[str, Any]] = [
+            {
+                "id": f"call_{n}_{i}",
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments") or {})},
+            }
+            for i, c in enumerate(r.get("tool_calls") or [])
+        ]
         req.reply, req.tool_calls = text, calls
         self.owner._record(req)
         delay = float(r.get("delay") or 0)
@@ -456,15 +474,19 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(delay)
         finish = "tool_calls" if calls else "stop"
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-        base = {"id": f"chatcmpl-{n}", "created": now_ms // 1000,
-                "model": body.get("model") or self.owner.model_id}
+        base = {"id": f"chatcmpl-{n}", "created": now_ms // 1000, "model": body.get("model") or self.owner.model_id}
         if not body.get("stream"):
             msg: dict[str, Any] = {"role": "assistant", "content": text or None}
             if calls:
                 msg["tool_calls"] = calls
-            return self._send_json({**base, "object": "chat.completion", "usage": usage,
-                                    "choices": [{"index": 0, "message": msg,
-                                                 "finish_reason": finish}]})
+            return self._send_json(
+                {
+                    **base,
+                    "object": "chat.completion",
+                    "usage": usage,
+                    "choices": [{"index": 0, "message": msg, "finish_reason": finish}],
+                }
+            )
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -477,19 +499,32 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
         def chunk(delta: dict, fin: str | None = None) -> None:
-            emit({**base, "object": "chat.completion.chunk",
-                  "choices": [{"index": 0, "delta": delta, "finish_reason": fin}]})
+            emit(
+                {
+                    **base,
+                    "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": fin}],
+                }
+            )
 
         chunk({"role": "assistant", "content": ""})
         step = max(1, self.owner.chunk_chars)
         for i in range(0, len(text), step):
-            chunk({"content": text[i:i + step]})
+            chunk({"content": text[i : i + step]})
         for i, c in enumerate(calls):
-            chunk({"tool_calls": [{"index": i, "id": c["id"], "type": "function",
-                                   "function": {"name": c["function"]["name"],
-                                                "arguments": ""}}]})
-            chunk({"tool_calls": [{"index": i, "function": {
-                "arguments": c["function"]["arguments"]}}]})
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": c["id"],
+                            "type": "function",
+                            "function": {"name": c["function"]["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
+            chunk({"tool_calls": [{"index": i, "function": {"arguments": c["function"]["arguments"]}}]})
         chunk({}, finish)
         if (body.get("stream_options") or {}).get("include_usage"):
             emit({**base, "object": "chat.completion.chunk", "choices": [], "usage": usage})
@@ -499,7 +534,16 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 __all__ = [
-    "ScriptedModel", "ModelRequest", "last_user_text", "split_context",
-    "earlier_thread_lines", "long_reply", "message_text", "MODEL_ID", "is_own_line",
-    "OWN_MARKER", "ReplyFacts", "parse_reply",
+    "ScriptedModel",
+    "ModelRequest",
+    "last_user_text",
+    "split_context",
+    "earlier_thread_lines",
+    "long_reply",
+    "message_text",
+    "MODEL_ID",
+    "is_own_line",
+    "OWN_MARKER",
+    "ReplyFacts",
+    "parse_reply",
 ]

@@ -28,15 +28,19 @@ import socket
 import tempfile
 import threading
 from collections import namedtuple
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING
 
 from hermes_chatto.wire.types import ChattoMessage, message_from_pb, user_from_pb
 
 from . import render as R
-from .realtime import Hub, close_frame, error_frame, realtime_endpoint, ws_code_for
+from .realtime import Conn, Hub, close_frame, error_frame, realtime_endpoint, ws_code_for
 from .rpc import api_not_found, connect_endpoint
 from .state import BOT_USUAL_PERMISSIONS, ChattoState, Clock, MsgRec, UserRec
+
+if TYPE_CHECKING:  # pragma: no cover - uvicorn is imported when the server starts
+    import uvicorn
 
 #: One recorded RPC: ``method`` is the procedure path after ``/api/connect/``
 #: (e.g. ``"chatto.api.v1.MessageService/CreateMessage"``), ``token`` the bearer or ``None``.
@@ -88,9 +92,16 @@ class LocalChatto:
         state_path: JSON file to load state from (if it exists) and save to on every change.
     """
 
-    def __init__(self, *, server_name: str = "Chatto (local)", version: str | None = None,
-                 protocol_version: int = 2, heartbeat_interval: float = 15.0, hello_timeout: float = 10.0,
-                 state_path: str | os.PathLike | None = None):
+    def __init__(
+        self,
+        *,
+        server_name: str = "Chatto (local)",
+        version: str | None = None,
+        protocol_version: int = 2,
+        heartbeat_interval: float = 15.0,
+        hello_timeout: float = 10.0,
+        state_path: str | os.PathLike | None = None,
+    ):
         self.clock = Clock()
         self._version_explicit = version is not None
         self.state = ChattoState(clock=self.clock, server_name=server_name, version=version or "0.5.0-dev")
@@ -99,7 +110,7 @@ class LocalChatto:
             self.state.version = "0.4.20"
         self.heartbeat_interval = float(heartbeat_interval)
         self.auth_backend_down = False  #: fault: RPC → unavailable, realtime hello → temporarily_unavailable
-        self.bot_keys_enabled = True    #: False = a server without bot accounts (Chatto < 0.5)
+        self.bot_keys_enabled = True  #: False = a server without bot accounts (Chatto < 0.5)
         self.hello_timeout = float(hello_timeout)
         self.requests: list[RecordedRequest] = []
         self.realtime_hellos: list[tuple[str | None, str | None]] = []  # (user_id or None, "bot"/"human"/None)
@@ -112,9 +123,9 @@ class LocalChatto:
         self._faults: list[RpcFault] = []
         self._fault_lock = threading.Lock()
         self._cond = threading.Condition()
-        self._live: dict[int, object] = {}
+        self._live: dict[int, Conn] = {}
         self._thread: threading.Thread | None = None
-        self._uvicorn = None
+        self._uvicorn: uvicorn.Server | None = None
         self.host: str | None = None
         self.port: int | None = None
         self.state_path = os.fspath(state_path) if state_path is not None else None
@@ -137,13 +148,15 @@ class LocalChatto:
 
         from .admin import ADMIN_PREFIX, admin_endpoint
 
-        app = Starlette(routes=[
-            Route(ADMIN_PREFIX + "/{op}", admin_endpoint, methods=_ALL_METHODS),
-            Route("/api/connect/{procedure:path}", connect_endpoint, methods=_ALL_METHODS),
-            WebSocketRoute("/api/realtime", realtime_endpoint),
-            Route("/api", api_not_found, methods=_ALL_METHODS),
-            Route("/api/{rest:path}", api_not_found, methods=_ALL_METHODS),
-        ])
+        app = Starlette(
+            routes=[
+                Route(ADMIN_PREFIX + "/{op}", admin_endpoint, methods=_ALL_METHODS),
+                Route("/api/connect/{procedure:path}", connect_endpoint, methods=_ALL_METHODS),
+                WebSocketRoute("/api/realtime", realtime_endpoint),
+                Route("/api", api_not_found, methods=_ALL_METHODS),
+                Route("/api/{rest:path}", api_not_found, methods=_ALL_METHODS),
+            ]
+        )
         app.state.local = self
         return app
 
@@ -190,8 +203,9 @@ class LocalChatto:
         self.host, self.port = host, sock.getsockname()[1]
         ready = threading.Event()
         failure: list[BaseException] = []
-        self._thread = threading.Thread(target=self._run, args=(sock, ready, failure), daemon=True,
-                                        name=f"local-chatto:{self.port}")
+        self._thread = threading.Thread(
+            target=self._run, args=(sock, ready, failure), daemon=True, name=f"local-chatto:{self.port}"
+        )
         self._thread.start()
         if not ready.wait(15) or failure:
             self._thread = None
@@ -203,9 +217,16 @@ class LocalChatto:
 
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
-        config = uvicorn.Config(self.app, lifespan="off", log_config=None, access_log=False,
-                                ws_ping_interval=None, ws_max_size=64 * 1024, timeout_graceful_shutdown=1,
-                                timeout_keep_alive=5)
+        config = uvicorn.Config(
+            self.app,
+            lifespan="off",
+            log_config=None,
+            access_log=False,
+            ws_ping_interval=None,
+            ws_max_size=64 * 1024,
+            timeout_graceful_shutdown=1,
+            timeout_keep_alive=5,
+        )
         server = uvicorn.Server(config)
         self._uvicorn = server
         self.hub.loop = loop
@@ -275,16 +296,16 @@ class LocalChatto:
         return await asyncio.to_thread(self.restart_sync)
 
     down = stop  #: alias: take the server down (state kept)
-    up = start   #: alias: bring it up again (same port by default)
+    up = start  #: alias: bring it up again (same port by default)
 
-    async def __aenter__(self) -> "LocalChatto":
+    async def __aenter__(self) -> LocalChatto:
         await self.start()
         return self
 
     async def __aexit__(self, *exc) -> None:
         await self.stop()
 
-    def __enter__(self) -> "LocalChatto":
+    def __enter__(self) -> LocalChatto:
         self.start_sync()
         return self
 
@@ -374,8 +395,10 @@ class LocalChatto:
 
     def wait_connected_sync(self, user_id: str | None = None, count: int = 1, timeout: float = 10.0) -> bool:
         """Block until ≥ ``count`` caught-up sockets (of ``user_id``) exist; False on timeout."""
+
         def ok():
             return sum(1 for c in self._live.values() if user_id is None or c.user_id == user_id) >= count
+
         with self._cond:
             return self._cond.wait_for(ok, timeout)
 
@@ -385,8 +408,10 @@ class LocalChatto:
 
     def wait_disconnected_sync(self, user_id: str | None = None, timeout: float = 10.0) -> bool:
         """Block until no caught-up socket (of ``user_id``) is left; False on timeout."""
+
         def ok():
             return not any(user_id is None or c.user_id == user_id for c in self._live.values())
+
         with self._cond:
             return self._cond.wait_for(ok, timeout)
 
@@ -462,15 +487,29 @@ class LocalChatto:
             users = {u.id: user_from_pb(R.user_pb(u)) for u in self.state.users.values()}
         return message_from_pb(mp, users)
 
-    def post(self, user_id: str, room_id: str, body: str, *, thread_root_event_id: str = "",
-             also_send_to_channel: bool = False, in_reply_to: str = "",
-             created_at: float | None = None) -> ChattoMessage:
+    def post(
+        self,
+        user_id: str,
+        room_id: str,
+        body: str,
+        *,
+        thread_root_event_id: str = "",
+        also_send_to_channel: bool = False,
+        in_reply_to: str = "",
+        created_at: float | None = None,
+    ) -> ChattoMessage:
         """Post as ``user_id`` with the same rules as ``CreateMessage`` (raises the
         ``hermes_chatto.wire.errors`` class of the Connect code). ``created_at`` (epoch
         seconds) backdates the message, e.g. to test the 3 h edit window."""
-        m = self.state.create_message(user_id, room_id, body, thread_root_event_id=thread_root_event_id,
-                                      in_reply_to=in_reply_to, also_send_to_channel=also_send_to_channel,
-                                      created_ns=int(created_at * 1e9) if created_at is not None else None)
+        m = self.state.create_message(
+            user_id,
+            room_id,
+            body,
+            thread_root_event_id=thread_root_event_id,
+            in_reply_to=in_reply_to,
+            also_send_to_channel=also_send_to_channel,
+            created_ns=int(created_at * 1e9) if created_at is not None else None,
+        )
         return self._message(m, user_id)
 
     def reply(self, user_id: str, room_id: str, root_event_id: str, body: str, **kw) -> ChattoMessage:
@@ -523,20 +562,29 @@ class LocalChatto:
         self._forget_live(user_id)
         self.hub.for_user(user_id, lambda c: c.abort())
 
-    def send_close(self, user_id: str | None, code: str, reconnect: bool = True, retry_after_ms: int = 0,
-                   message: str = "") -> None:
+    def send_close(
+        self, user_id: str | None, code: str, reconnect: bool = True, retry_after_ms: int = 0, message: str = ""
+    ) -> None:
         """Send ``close{code, reconnect, retry_after_ms}`` then close the WebSocket (code per spec §3.4)."""
-        frame = close_frame(code, message or code.replace("_", " "), reconnect=reconnect,
-                            retry_after_ms=retry_after_ms)
+        frame = close_frame(code, message or code.replace("_", " "), reconnect=reconnect, retry_after_ms=retry_after_ms)
         ws = ws_code_for(code, 1000)
         self._forget_live(user_id)
         self.hub.for_user(user_id, lambda c: c.close(frame, ws))
 
-    def send_error(self, user_id: str | None, code: str, *, fatal: bool = False, message: str = "",
-                   retry_after_ms: int | None = None, room_id: str | None = None) -> None:
+    def send_error(
+        self,
+        user_id: str | None,
+        code: str,
+        *,
+        fatal: bool = False,
+        message: str = "",
+        retry_after_ms: int | None = None,
+        room_id: str | None = None,
+    ) -> None:
         """Send ``error{...}``; a fatal one is followed by the WebSocket close (spec §3.4)."""
-        frame = error_frame(code, message or code.replace("_", " "), fatal=fatal, retry_after_ms=retry_after_ms,
-                            room_id=room_id)
+        frame = error_frame(
+            code, message or code.replace("_", " "), fatal=fatal, retry_after_ms=retry_after_ms, room_id=room_id
+        )
         if fatal:
             ws = ws_code_for(code, 1011)
             self._forget_live(user_id)
@@ -547,15 +595,28 @@ class LocalChatto:
     def send_session_terminated(self, user_id: str | None, reason: str = "session revoked") -> None:
         """Send ``event{session_terminated}`` and end the socket."""
         from hermes_chatto.wire.proto import chatto_pb2 as pb
+
         from .cursors import new_id
-        env = pb.RealtimeEventEnvelope(id=new_id("E"), created_at=R.ts(self.state.now_ns()),
-                                       session_terminated=pb.RealtimeSessionTerminatedEvent(reason=reason))
+
+        env = pb.RealtimeEventEnvelope(
+            id=new_id("E"),
+            created_at=R.ts(self.state.now_ns()),
+            session_terminated=pb.RealtimeSessionTerminatedEvent(reason=reason),
+        )
         data = pb.RealtimeServerFrame(event=env).SerializeToString()
         self._forget_live(user_id)
         self.hub.for_user(user_id, lambda c: c.close(data, 1000))
 
-    def fail_rpc(self, method: str, nth: int = 1, code: str = "unavailable", message: str = "", *,
-                 after_write: bool = False, hang_seconds: float = 30.0) -> None:
+    def fail_rpc(
+        self,
+        method: str,
+        nth: int = 1,
+        code: str = "unavailable",
+        message: str = "",
+        *,
+        after_write: bool = False,
+        hang_seconds: float = 30.0,
+    ) -> None:
         """Make the ``nth`` next call of ``method`` fail.
 
         ``method`` is a procedure path (``"chatto.api.v1.MessageService/CreateMessage"``)
@@ -566,17 +627,19 @@ class LocalChatto:
         lands) and fails only the response — an ambiguous write.
         """
         from .rpc import METHODS
+
         proc = method
         if proc not in METHODS:
-            matches = [p for p in METHODS if p.endswith("/" + method) or p.endswith("." + method)]
+            matches = [p for p in METHODS if p.endswith(("/" + method, "." + method))]
             if len(matches) != 1:
                 raise ValueError(f"unknown or ambiguous method {method!r}")
             proc = matches[0]
         with self._fault_lock:
             self._faults.append(RpcFault(proc, max(1, int(nth)), code, message, after_write, hang_seconds))
 
-    def fail_create_message(self, nth: int = 1, code: str = "unavailable", message: str = "", *,
-                            after_write: bool = False) -> None:
+    def fail_create_message(
+        self, nth: int = 1, code: str = "unavailable", message: str = "", *, after_write: bool = False
+    ) -> None:
         """Fail the ``nth`` next ``CreateMessage`` with ``code`` (see :meth:`fail_rpc`)."""
         self.fail_rpc("MessageService/CreateMessage", nth, code, message, after_write=after_write)
 
@@ -623,7 +686,7 @@ class LocalChatto:
     alice_token = property(lambda self: self._w().alice_token, doc="demo world: alice's bearer token")
 
     @classmethod
-    def demo(cls, **kw) -> "LocalChatto":
+    def demo(cls, **kw) -> LocalChatto:
         """Server with the demo world: human ``alice``, bot ``helper_bot`` ("Ops Helper")
         with the usual bot permissions (``message.post``, ``message.post-in-thread``,
         ``message.react``, ``message.attach``, ``room.join``, ``room.list``), channel
@@ -640,8 +703,14 @@ class LocalChatto:
         general = self.create_channel("general", [alice.id, bot.id], created_by=alice.id)
         self.state.grant(general, bot.id, *BOT_USUAL_PERMISSIONS)
         dm = self.open_dm(alice.id, bot.id)
-        return DemoWorld(alice_id=alice.id, bot_id=bot.id, general_id=general, dm_id=dm, bot_key=key,
-                         alice_token=self.user_token(alice.id))
+        return DemoWorld(
+            alice_id=alice.id,
+            bot_id=bot.id,
+            general_id=general,
+            dm_id=dm,
+            bot_key=key,
+            alice_token=self.user_token(alice.id),
+        )
 
     def _find_world(self) -> DemoWorld | None:
         s = self.state
@@ -654,5 +723,11 @@ class LocalChatto:
             dm = next((r for r in s.rooms.values() if r.is_dm and set(r.members) == {alice.id, bot.id}), None)
             if general is None or dm is None:
                 return None
-            return DemoWorld(alice_id=alice.id, bot_id=bot.id, general_id=general.id, dm_id=dm.id,
-                             bot_key=bot.bot_key, alice_token=self.user_token(alice.id))
+            return DemoWorld(
+                alice_id=alice.id,
+                bot_id=bot.id,
+                general_id=general.id,
+                dm_id=dm.id,
+                bot_key=bot.bot_key,
+                alice_token=self.user_token(alice.id),
+            )

@@ -32,8 +32,8 @@ import secrets
 import threading
 import time
 import unicodedata
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from hermes_chatto.wire import errors as E
 
@@ -53,21 +53,43 @@ REPLAY_MAX_FACTS = 2_000
 
 #: The ten room permission rows, in Chatto's order (spec §2.2).
 ROOM_PERMISSIONS = (
-    "room.list", "room.join", "message.post", "message.post-in-thread", "message.attach",
-    "message.react", "message.echo", "message.manage", "room.manage", "room.ban-member",
+    "room.list",
+    "room.join",
+    "message.post",
+    "message.post-in-thread",
+    "message.attach",
+    "message.react",
+    "message.echo",
+    "message.manage",
+    "room.manage",
+    "room.ban-member",
 )
 #: Server-scope permission rows reported by GetViewer (one row per known permission).
 SERVER_PERMISSIONS = ROOM_PERMISSIONS + ("user.profile", "server.manage")
 #: What a human gets by default (the "everyone" role of a fresh server).
-HUMAN_DEFAULT_PERMISSIONS = frozenset({
-    "room.list", "room.join", "message.post", "message.post-in-thread", "message.attach",
-    "message.react", "message.echo", "user.profile",
-})
+HUMAN_DEFAULT_PERMISSIONS = frozenset(
+    {
+        "room.list",
+        "room.join",
+        "message.post",
+        "message.post-in-thread",
+        "message.attach",
+        "message.react",
+        "message.echo",
+        "user.profile",
+    }
+)
 #: Rows that can be granted inside a DM (fixture 01-11: post, attach, react).
 DM_PERMISSIONS = frozenset({"message.post", "message.attach", "message.react"})
 #: The usual set a demo bot is given (spec §6.1).
-BOT_USUAL_PERMISSIONS = ("room.list", "room.join", "message.post", "message.post-in-thread",
-                         "message.attach", "message.react")
+BOT_USUAL_PERMISSIONS = (
+    "room.list",
+    "room.join",
+    "message.post",
+    "message.post-in-thread",
+    "message.attach",
+    "message.react",
+)
 
 _EMOJI_RE = re.compile(r"^[a-z0-9_+\-]{1,64}$")
 _INVISIBLE = {"\u3164", "\u2800", "\u115f", "\u1160", "\uffa0"}
@@ -103,8 +125,12 @@ def err(code: str, message: str) -> E.ChattoError:
         "not_found": E.ChattoNotFound,
         "failed_precondition": E.ChattoFailedPrecondition,
         "resource_exhausted": E.ChattoResourceExhausted,
-    }.get(code, E.ChattoTransientError if code in ("unavailable", "aborted", "internal", "unknown",
-                                                   "deadline_exceeded", "data_loss") else E.ChattoError)
+    }.get(
+        code,
+        E.ChattoTransientError
+        if code in ("unavailable", "aborted", "internal", "unknown", "deadline_exceeded", "data_loss")
+        else E.ChattoError,
+    )
     return cls(message, code=code)
 
 
@@ -141,7 +167,7 @@ class UserRec:
     roles: list[str] = field(default_factory=list)
     server_grants: set[str] = field(default_factory=set)
     tokens: list[str] = field(default_factory=list, repr=False)  # humans: issued bearer tokens
-    bot_secret: str = field(default="", repr=False)               # bots: current key secret (base64url)
+    bot_secret: str = field(default="", repr=False)  # bots: current key secret (base64url)
     deleted: bool = False
 
     @property
@@ -161,10 +187,10 @@ class RoomRec:
     group_id: str = ""
     universal: bool = False
     slow_mode_seconds: int = 0
-    timeline: list[str] = field(default_factory=list)          # room-visible row ids, oldest first
+    timeline: list[str] = field(default_factory=list)  # room-visible row ids, oldest first
     grants: dict[str, set[str]] = field(default_factory=dict)  # user -> granted at room scope
     denies: dict[str, set[str]] = field(default_factory=dict)  # user -> revoked at room scope
-    unread: set[str] = field(default_factory=set)              # users with has_unread
+    unread: set[str] = field(default_factory=set)  # users with has_unread
     last_post_ns: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -262,8 +288,7 @@ class Fact:
 class ChattoState:
     """The whole server state. See module docstring; all methods are thread-safe."""
 
-    def __init__(self, *, clock: Clock | None = None, server_name: str = "Chatto (local)",
-                 version: str = "0.5.0-dev"):
+    def __init__(self, *, clock: Clock | None = None, server_name: str = "Chatto (local)", version: str = "0.5.0-dev"):
         self.lock = threading.RLock()
         self.clock = clock or Clock()
         self.server_name = server_name
@@ -303,18 +328,29 @@ class ChattoState:
             cb()
 
     def _fact(self, kind: str, *, actor_id: str | None, fid: str | None = None, **kw) -> Fact:
-        return Fact(seq=self._next_seq(), id=fid or new_id("E"), kind=kind, created_ns=self.now_ns(),
-                    actor_id=actor_id, **kw)
+        return Fact(
+            seq=self._next_seq(), id=fid or new_id("E"), kind=kind, created_ns=self.now_ns(), actor_id=actor_id, **kw
+        )
 
     def view(self, m: MsgRec) -> MsgView:
         """Snapshot of ``m`` incl. its thread summary (reply count excludes tombstones)."""
         thread = None
         if m.has_thread:
-            thread = ThreadView(reply_count=m.t_count, last_reply_ns=m.t_last_ns,
-                                participants=tuple(m.t_participants), followers=frozenset(m.followers),
-                                unread=frozenset(m.thread_unread))
-        rec = dataclasses.replace(m, replies=[], followers=[], thread_unread=set(), t_participants=[],
-                                  reactions={k: list(v) for k, v in m.reactions.items()})
+            thread = ThreadView(
+                reply_count=m.t_count,
+                last_reply_ns=m.t_last_ns,
+                participants=tuple(m.t_participants),
+                followers=frozenset(m.followers),
+                unread=frozenset(m.thread_unread),
+            )
+        rec = dataclasses.replace(
+            m,
+            replies=[],
+            followers=[],
+            thread_unread=set(),
+            t_participants=[],
+            reactions={k: list(v) for k, v in m.reactions.items()},
+        )
         return MsgView(rec=rec, thread=thread)
 
     def _recount_thread(self, root: MsgRec) -> None:
@@ -325,15 +361,17 @@ class ChattoState:
 
     # ------------------------------------------------------------------ users and auth
 
-    def create_user(self, login: str, display_name: str = "", is_bot: bool = False, *,
-                    roles: Iterable[str] | None = None) -> UserRec:
+    def create_user(
+        self, login: str, display_name: str = "", is_bot: bool = False, *, roles: Iterable[str] | None = None
+    ) -> UserRec:
         """Create a human (default permissions, role ``everyone``) or a bot (no
         permissions, no roles). Raises ``already_exists`` for a taken login."""
         with self.lock:
             if any(u.login == login for u in self.users.values()):
                 raise err("already_exists", f"login {login!r} is taken")
-            u = UserRec(id=new_id("U"), login=login, display_name=display_name or "",
-                        is_bot=is_bot, created_ns=self.now_ns())
+            u = UserRec(
+                id=new_id("U"), login=login, display_name=display_name or "", is_bot=is_bot, created_ns=self.now_ns()
+            )
             if is_bot:
                 u.bot_secret = b64url(secrets.token_bytes(16))
                 u.roles = list(roles or [])
@@ -431,13 +469,18 @@ class ChattoState:
 
     def _member_room(self, actor: str, room_id: str) -> RoomRec:
         if not room_id:
-            raise err("invalid_argument",
-                      "validation error:\n - room_id: value length must be at least 1 characters [string.min_len]")
+            raise err(
+                "invalid_argument",
+                "validation error:\n - room_id: value length must be at least 1 characters [string.min_len]",
+            )
         room = self.room(room_id)
         if actor not in room.members:
             if not self.can_see(actor, room):
-                raise err("not_found", "room not found") if room.is_dm else err(
-                    "permission_denied", "not a member of this room")
+                raise (
+                    err("not_found", "room not found")
+                    if room.is_dm
+                    else err("permission_denied", "not a member of this room")
+                )
             raise err("permission_denied", "not a member of this room")
         return room
 
@@ -479,14 +522,22 @@ class ChattoState:
     # ------------------------------------------------------------------ rooms
 
     def _add_row(self, room: RoomRec, kind: str, actor: str) -> RowRec:
-        row = RowRec(id=new_id("E"), room_id=room.id, kind=kind, actor_id=actor,
-                     created_ns=self.now_ns(), seq=self._next_seq())
+        row = RowRec(
+            id=new_id("E"), room_id=room.id, kind=kind, actor_id=actor, created_ns=self.now_ns(), seq=self._next_seq()
+        )
         self.rows[row.id] = row
         room.timeline.append(row.id)
         return row
 
-    def create_channel(self, name: str, members: Iterable[str] = (), *, created_by: str | None = None,
-                       description: str = "", universal: bool = False) -> RoomRec:
+    def create_channel(
+        self,
+        name: str,
+        members: Iterable[str] = (),
+        *,
+        created_by: str | None = None,
+        description: str = "",
+        universal: bool = False,
+    ) -> RoomRec:
         """A channel room with ``members`` (their ``user_joined_room`` rows follow the
         ``room_created`` row)."""
         with self.lock:
@@ -494,17 +545,35 @@ class ChattoState:
             for m in members:
                 self.user(m)
             creator = created_by or (members[0] if members else "")
-            room = RoomRec(id=new_id("R"), kind="channel", name=name, created_ns=self.now_ns(),
-                           description=description, universal=universal, group_id=new_id("G"))
+            room = RoomRec(
+                id=new_id("R"),
+                kind="channel",
+                name=name,
+                created_ns=self.now_ns(),
+                description=description,
+                universal=universal,
+                group_id=new_id("G"),
+            )
             self.rooms[room.id] = room
             row = self._add_row(room, "room_created", creator)
-            facts = [self._fact("room_created", actor_id=creator or None, room_id=room.id,
-                                audience=frozenset(members), row=row)]
+            facts = [
+                self._fact(
+                    "room_created", actor_id=creator or None, room_id=room.id, audience=frozenset(members), row=row
+                )
+            ]
             for m in members:
                 room.members.append(m)
                 jr = self._add_row(room, "user_joined_room", m)
-                facts.append(self._fact("member_joined", actor_id=m, room_id=room.id,
-                                        audience=frozenset(room.members), row=jr, user_id=m))
+                facts.append(
+                    self._fact(
+                        "member_joined",
+                        actor_id=m,
+                        room_id=room.id,
+                        audience=frozenset(room.members),
+                        row=jr,
+                        user_id=m,
+                    )
+                )
             self._emit(facts)
             return room
 
@@ -519,8 +588,18 @@ class ChattoState:
                 return
             room.members.append(user_id)
             row = self._add_row(room, "user_joined_room", user_id)
-            self._emit([self._fact("member_joined", actor_id=user_id, room_id=room.id,
-                                   audience=frozenset(room.members), row=row, user_id=user_id)])
+            self._emit(
+                [
+                    self._fact(
+                        "member_joined",
+                        actor_id=user_id,
+                        room_id=room.id,
+                        audience=frozenset(room.members),
+                        row=row,
+                        user_id=user_id,
+                    )
+                ]
+            )
 
     def join_room(self, actor: str, room_id: str) -> RoomRec:
         """``RoomService.JoinRoom``: needs ``room.join``."""
@@ -549,27 +628,25 @@ class ChattoState:
             for room in self.rooms.values():
                 if room.is_dm and frozenset(room.members) == want:
                     return room
-            room = RoomRec(id=new_id("R"), kind="dm", name="", created_ns=self.now_ns(),
-                           members=[actor, *others])
+            room = RoomRec(id=new_id("R"), kind="dm", name="", created_ns=self.now_ns(), members=[actor, *others])
             self.rooms[room.id] = room
             row = self._add_row(room, "room_created", actor)
-            self._emit([self._fact("room_created", actor_id=actor, room_id=room.id,
-                                   audience=frozenset(room.members), row=row)])
+            self._emit(
+                [self._fact("room_created", actor_id=actor, room_id=room.id, audience=frozenset(room.members), row=row)]
+            )
             return room
 
     def set_slow_mode(self, room_id: str, seconds: int) -> None:
         with self.lock:
             room = self.room(room_id)
             room.slow_mode_seconds = int(seconds)
-            self._emit([self._fact("room_updated", actor_id=None, room_id=room.id,
-                                   audience=frozenset(room.members))])
+            self._emit([self._fact("room_updated", actor_id=None, room_id=room.id, audience=frozenset(room.members))])
 
     def set_archived(self, room_id: str, archived: bool = True) -> None:
         with self.lock:
             room = self.room(room_id)
             room.archived = archived
-            self._emit([self._fact("room_updated", actor_id=None, room_id=room.id,
-                                   audience=frozenset(room.members))])
+            self._emit([self._fact("room_updated", actor_id=None, room_id=room.id, audience=frozenset(room.members))])
 
     def slow_mode_deadline(self, user_id: str, room: RoomRec) -> int | None:
         """ns deadline of the viewer's next allowed post, or ``None`` (not active / bypassed)."""
@@ -594,10 +671,19 @@ class ChattoState:
             raise err("not_found", "message not found")
         return m
 
-    def create_message(self, actor: str, room_id: str, body: str, *, thread_root_event_id: str = "",
-                       in_reply_to: str = "", also_send_to_channel: bool = False,
-                       create_thread: bool = False, attachment_asset_ids: Iterable[str] = (),
-                       created_ns: int | None = None) -> MsgRec:
+    def create_message(
+        self,
+        actor: str,
+        room_id: str,
+        body: str,
+        *,
+        thread_root_event_id: str = "",
+        in_reply_to: str = "",
+        also_send_to_channel: bool = False,
+        create_thread: bool = False,
+        attachment_asset_ids: Iterable[str] = (),
+        created_ns: int | None = None,
+    ) -> MsgRec:
         """``MessageService.CreateMessage`` (spec §2.3). Returns the new message record."""
         with self.lock:
             room = self._member_room(actor, room_id)
@@ -647,10 +733,16 @@ class ChattoState:
             now = self.now_ns()
             room.last_post_ns[actor] = now
             facts: list[Fact] = []
-            msg = MsgRec(id=new_id("E"), room_id=room.id, actor_id=actor,
-                         created_ns=created_ns if created_ns is not None else now,
-                         seq=0, body=body, in_reply_to=in_reply_to,
-                         thread_root_event_id=root.id if root else "")
+            msg = MsgRec(
+                id=new_id("E"),
+                room_id=room.id,
+                actor_id=actor,
+                created_ns=created_ns if created_ns is not None else now,
+                seq=0,
+                body=body,
+                in_reply_to=in_reply_to,
+                thread_root_event_id=root.id if root else "",
+            )
             audience = frozenset(room.members)
             if root is None:
                 msg.seq = self._next_seq()
@@ -661,8 +753,17 @@ class ChattoState:
                 if create_thread:
                     msg.has_thread = True
                     msg.followers.append(actor)
-                facts.append(Fact(seq=msg.seq, id=msg.id, kind="message_posted", created_ns=now,
-                                  actor_id=actor, room_id=room.id, audience=audience))
+                facts.append(
+                    Fact(
+                        seq=msg.seq,
+                        id=msg.id,
+                        kind="message_posted",
+                        created_ns=now,
+                        actor_id=actor,
+                        room_id=room.id,
+                        audience=audience,
+                    )
+                )
                 if create_thread:
                     facts.append(self._fact("thread_created", actor_id=actor, room_id=room.id, audience=audience))
             else:
@@ -687,23 +788,49 @@ class ChattoState:
                 room.unread.discard(actor)
                 if thread_fact:
                     facts.append(thread_fact)
-                facts.append(Fact(seq=msg.seq, id=msg.id, kind="reply_posted", created_ns=now,
-                                  actor_id=actor, room_id=room.id, audience=audience))
+                facts.append(
+                    Fact(
+                        seq=msg.seq,
+                        id=msg.id,
+                        kind="reply_posted",
+                        created_ns=now,
+                        actor_id=actor,
+                        room_id=room.id,
+                        audience=audience,
+                    )
+                )
                 if also_send_to_channel:
-                    echo = MsgRec(id=new_id("E"), room_id=room.id, actor_id=actor, created_ns=self.now_ns(),
-                                  seq=self._next_seq(), body=body, echo_of_event_id=msg.id,
-                                  echo_from_thread_root_event_id=root.id)
+                    echo = MsgRec(
+                        id=new_id("E"),
+                        room_id=room.id,
+                        actor_id=actor,
+                        created_ns=self.now_ns(),
+                        seq=self._next_seq(),
+                        body=body,
+                        echo_of_event_id=msg.id,
+                        echo_from_thread_root_event_id=root.id,
+                    )
                     self.messages[echo.id] = echo
                     room.timeline.append(echo.id)
                     msg.channel_echo_event_id = echo.id
                     room.unread |= set(room.members) - {actor}
-                    facts.append(Fact(seq=echo.seq, id=echo.id, kind="message_posted", created_ns=echo.created_ns,
-                                      actor_id=actor, room_id=room.id, audience=audience))
+                    facts.append(
+                        Fact(
+                            seq=echo.seq,
+                            id=echo.id,
+                            kind="message_posted",
+                            created_ns=echo.created_ns,
+                            actor_id=actor,
+                            room_id=room.id,
+                            audience=audience,
+                        )
+                    )
             # snapshots after all mutations (ThreadCreated shows the updated summary, fixture 03-01)
             for f in facts:
                 if f.kind == "thread_created":
                     f.root = self.view(root if root is not None else msg)
                 elif f.kind == "reply_posted":
+                    assert root is not None  # reply_posted is emitted only for a reply (root set)
                     f.msg = self.view(msg)
                     f.root = self.view(root)
                 else:
@@ -798,8 +925,13 @@ class ChattoState:
                 users.remove(actor)
                 if not users:
                     del m.reactions[emoji]
-            f = self._fact("reaction", actor_id=actor, room_id=room.id, audience=frozenset(room.members),
-                           reaction=(1 if add else 2, m.id, emoji, actor))
+            f = self._fact(
+                "reaction",
+                actor_id=actor,
+                room_id=room.id,
+                audience=frozenset(room.members),
+                reaction=(1 if add else 2, m.id, emoji, actor),
+            )
             f.msg = self.view(m)
             self._emit([f])
             return True, m
@@ -808,9 +940,13 @@ class ChattoState:
         """``RoomService.UpdateTypingIndicator``: membership only; transient, not logged."""
         with self.lock:
             room = self._member_room(actor, room_id)
-            payload = {"room_id": room.id, "thread_root_event_id": thread_root_event_id,
-                       "actor_id": actor, "audience": frozenset(room.members) - {actor},
-                       "created_ns": self.now_ns()}
+            payload = {
+                "room_id": room.id,
+                "thread_root_event_id": thread_root_event_id,
+                "actor_id": actor,
+                "audience": frozenset(room.members) - {actor},
+                "created_ns": self.now_ns(),
+            }
             for cb in list(self.transient_listeners):
                 cb("typing", payload)
 
@@ -836,8 +972,10 @@ class ChattoState:
     def to_json(self) -> dict:
         """JSON-serialisable snapshot (users incl. keys, rooms, rows, messages, secret)."""
         with self.lock:
+
             def s(x):
                 return sorted(x)
+
             return {
                 "format": "hermes-chatto-local/1",
                 "server_name": self.server_name,
@@ -845,9 +983,15 @@ class ChattoState:
                 "secret": b64url(self.sealer.secret),
                 "seq": self.seq,
                 "users": [dict(u.__dict__, server_grants=s(u.server_grants)) for u in self.users.values()],
-                "rooms": [dict(r.__dict__, grants={k: s(v) for k, v in r.grants.items()},
-                               denies={k: s(v) for k, v in r.denies.items()}, unread=s(r.unread))
-                          for r in self.rooms.values()],
+                "rooms": [
+                    dict(
+                        r.__dict__,
+                        grants={k: s(v) for k, v in r.grants.items()},
+                        denies={k: s(v) for k, v in r.denies.items()},
+                        unread=s(r.unread),
+                    )
+                    for r in self.rooms.values()
+                ],
                 "rows": [dict(r.__dict__) for r in self.rows.values()],
                 "messages": [dict(m.__dict__, thread_unread=s(m.thread_unread)) for m in self.messages.values()],
             }
@@ -862,19 +1006,19 @@ class ChattoState:
             self.facts = []
             self.users = {}
             for u in data["users"]:
-                rec = UserRec(**u)
-                rec.server_grants = set(rec.server_grants)
-                self.users[rec.id] = rec
+                user = UserRec(**u)
+                user.server_grants = set(user.server_grants)
+                self.users[user.id] = user
             self.rooms = {}
             for r in data["rooms"]:
-                rec = RoomRec(**r)
-                rec.grants = {k: set(v) for k, v in rec.grants.items()}
-                rec.denies = {k: set(v) for k, v in rec.denies.items()}
-                rec.unread = set(rec.unread)
-                self.rooms[rec.id] = rec
+                room = RoomRec(**r)
+                room.grants = {k: set(v) for k, v in room.grants.items()}
+                room.denies = {k: set(v) for k, v in room.denies.items()}
+                room.unread = set(room.unread)
+                self.rooms[room.id] = room
             self.rows = {r["id"]: RowRec(**r) for r in data["rows"]}
             self.messages = {}
             for m in data["messages"]:
-                rec = MsgRec(**m)
-                rec.thread_unread = set(rec.thread_unread)
-                self.messages[rec.id] = rec
+                msg = MsgRec(**m)
+                msg.thread_unread = set(msg.thread_unread)
+                self.messages[msg.id] = msg

@@ -36,7 +36,6 @@ The bot key never appears in a message, log record or ``repr``.
 from __future__ import annotations
 
 import json
-import logging
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -49,6 +48,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from ..logs import get_logger
 from .errors import (
     ChattoAmbiguousWriteError,
     ChattoCredentialError,
@@ -78,7 +78,7 @@ from .types import (
 #: A generated protobuf message class (request or response).
 M = TypeVar("M", bound=Message)
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 API = "chatto.api.v1"
 DISCOVERY = "chatto.discovery.v1"

@@ -42,6 +42,7 @@ import websockets
 import websockets.asyncio.client
 
 from ..counters import Counters
+from ..logs import get_logger
 from .errors import ChattoCredentialError, ChattoProtocolError, ChattoRealtimeFatal, ChattoTransientError
 from .events import CaughtUp, CursorAdvanced, RealtimeEvent
 from .frames import (
@@ -68,7 +69,7 @@ __all__ = [
     "DEFAULT_MAX_SIZE",
 ]
 
-log = logging.getLogger("hermes_chatto.wire.realtime")
+log = get_logger("hermes_chatto.wire.realtime")
 
 #: Default WebSocket ``max_size`` (bytes): 64 MiB. ``websockets`` defaults to 1 MiB, and a
 #: ``room_timeline_replace`` of 50 messages can be several hundred KB (spec §3.1).
@@ -115,7 +116,7 @@ class _NoFrameDebugLogger(logging.LoggerAdapter[logging.Logger]):
 
 
 #: Logger for every WebSocket this package opens (realtime session, doctor probe).
-WS_LOGGER = _NoFrameDebugLogger(logging.getLogger("hermes_chatto.wire.ws"), {})
+WS_LOGGER = _NoFrameDebugLogger(get_logger("hermes_chatto.wire.ws"), {})
 
 
 class RealtimeSocket(Protocol):
