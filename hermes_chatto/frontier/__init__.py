@@ -123,6 +123,8 @@ Layout of the package (each layer imports only the ones above it):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .ledger import HELD_MAX, STAGED_MAX, UNSEEN_MAX, CommittedRow, SessionLedger, StagedTurn, ThreadView, TurnLedger
 from .plan import (
     HELD_COMPACT_AT,
@@ -144,7 +146,22 @@ from .render import (
     render_block_fit,
     short_time,
 )
-from .service import MIN_MAX_BYTES, SEND_SETTLE_TIMEOUT_S, SendToken, ThreadFrontier, TurnStart
+
+if TYPE_CHECKING:
+    from .service import MIN_MAX_BYTES, SEND_SETTLE_TIMEOUT_S, SendToken, ThreadFrontier, TurnStart
+
+#: names served by :mod:`.service` on first use: importing a pure part of the package
+#: (render, plan, ledger) must not import asyncio and the store through this ``__init__``
+_SERVICE_NAMES = frozenset({"MIN_MAX_BYTES", "SEND_SETTLE_TIMEOUT_S", "SendToken", "ThreadFrontier", "TurnStart"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SERVICE_NAMES:
+        from . import service
+
+        return getattr(service, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "HEADER",

@@ -90,6 +90,14 @@ class TurnStart(NamedTuple):
     duplicate: bool = False
 
 
+def _log_duplicate(event_id: str, session_key: str) -> None:
+    logger.info(
+        "Chatto frontier: %s already reached session %s (an earlier block or turn); not starting a second turn",
+        event_id,
+        session_key,
+    )
+
+
 class RowStore(Protocol):
     """What the frontier needs of :class:`hermes_chatto.store.FrontierStore` (blocking
     calls; the frontier runs them with ``asyncio.to_thread``)."""
@@ -436,29 +444,17 @@ class ThreadFrontier:
     async def start_turn(
         self, session_key: str, session_id: str | None, trigger: ChattoMessage, retained: bool
     ) -> TurnStart:
-        """:meth:`block_for_turn`, plus whether ``trigger`` already reached the session.
-
-        A message can reach ingress after a later message of its thread was ingested: a
-        gap read after a projection reset ingests the newest replies while the live events
-        of older ones are still queued behind it. The later turn's block then carried the
-        older message as a line; when its own event arrives, it is a duplicate
-        (``TurnStart.duplicate``, counted in ``duplicate_triggers``) and must not become a
-        turn of its own. Decided under the session lock, in the same critical section that
-        would stage it, so no interleaving of blocks can let a message be both. Thread
-        context off: ``TurnStart(None)`` at once (nothing is tracked, nothing is a duplicate).
-        """
+        """:meth:`block_for_turn`, plus whether ``trigger`` already reached the session (an
+        earlier trigger or block line, not owed since: ``TurnStart.duplicate``, nothing staged),
+        decided under the lock that would stage it. See CONCEPTS, "A message that reaches
+        ingress after a later block carried it". Thread context off: ``TurnStart(None)``."""
         if not self.enabled:
             return TurnStart(None)
         async with self._lock_for(session_key):
             st = await self._state_for(session_key, session_id, trigger.thread)
             if st.reached(trigger.event_id):
                 self.counters["duplicate_triggers"] += 1
-                logger.info(
-                    "Chatto frontier: %s already reached session %s (an earlier block or turn); "
-                    "not starting a second turn for it",
-                    trigger.event_id,
-                    session_key,
-                )
+                _log_duplicate(trigger.event_id, session_key)
                 return TurnStart(None, True)
             self.counters["turns"] += 1
             text, delivered = await self._reader.block(st, trigger, retained)
