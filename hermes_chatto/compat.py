@@ -263,7 +263,9 @@ class HostPrivate:
 
     ``owner``: ``"module:Class"``; ``kind``: ``"dict"`` (an instance attribute holding a
     ``dict``, set in ``__init__``), ``"attr"`` (an instance attribute set by a public setter),
-    ``"method"`` / ``"async method"``; ``params``: a method's parameter names after ``self``
+    ``"method"`` / ``"async method"``, ``"newer method"`` (absent on the version checked, used
+    when a newer host has it), ``"store dict"`` / ``"store attr"`` (``SessionStore`` instance
+    attributes); ``params``: a method's parameter names after ``self``
     (in order; the contract test compares them); ``checked_on``: hermes-agent version."""
 
     owner: str
@@ -299,6 +301,16 @@ HOST_PRIVATES: tuple[HostPrivate, ...] = (
         ("session_key",),
         why="what /undo does after a rewind: the next turn rebuilds from the transcript",
     ),
+    HostPrivate(
+        "gateway.run:GatewayRunner",
+        "_session_key_for_source",
+        "method",
+        ("source",),
+        why="the runner's session key: session_key() matches it byte for byte",
+    ),
+    # newer hosts only (absent on 0.19.0): used when present, else the public build_session_key
+    HostPrivate(_BASE, "_event_session_key", "newer method", why="guard key of an event (guard_key)"),
+    HostPrivate(_BASE, "_source_session_key", "newer method", why="session key of a source (session_key)"),
     # SessionStore internals read by session_id_for (0.19.0 has no public lookup that
     # neither creates a session nor ignores a pending reset)
     HostPrivate(_STORE, "_entries", "store dict", why="session key -> SessionEntry, read under _lock"),
