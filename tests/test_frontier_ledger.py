@@ -258,13 +258,11 @@ def test_assert_invariants_catches_a_broken_relation(relation):
     assert led.session_key in str(exc.value)
 
 
-@pytest.mark.xfail(strict=True, reason="known loss, found while splitting the ledger; behaviour kept as is")
 def test_failed_debounced_merge_owes_the_block_it_ran_with():
     """0.19.0's busy-text debounce runs a merged turn under the *latest* id (Y) with the
     *first* block (X's). When that turn then fails, X's block was part of a turn the
-    agent never answered, so what it delivered (C1) should be owed like Y's trigger and
-    X's trigger are. Today ``drop`` only owes the dropped turn's own block (already owed
-    by the merge) and the merged triggers, so C1 is lost."""
+    agent never answered, so what it delivered (C1) is owed like Y's trigger and X's
+    trigger are (it was lost before: ``drop`` owed only the dropped turn's own block)."""
     led = ledger(cursor="tl:a", fresh=False)
     turn(led, "X", ("C1",), "X", block="block of X")
     turn(led, "Y", ("C2",), "Y", block="block of Y")

@@ -294,14 +294,18 @@ class TurnLedger:
 
     def take_dropped(self, trigger_id: str) -> tuple[str, ...] | None:
         """Unstage a turn that ended without an answer (and the follow-ups merged into it):
-        the ids to owe — its trigger, what its block delivered, the merged triggers. They
-        are no longer unrun. ``None`` when ``trigger_id`` is not staged."""
+        the ids to owe — its trigger, what its block delivered, the merged triggers and what
+        their blocks still deliver (the one the turn ran with; the merge owed the others).
+        They are no longer unrun. ``None`` when ``trigger_id`` is not staged."""
         entry = self.staged.pop(trigger_id)
         if entry is None:
             return None
-        for k in entry.merged:  # their text was part of this turn's message
-            self.staged.pop(k)
-        ids = (trigger_id, *entry.delivered, *entry.merged)
+        shown: list[str] = []
+        for k in entry.merged:  # their text was part of this turn's message ...
+            merged = self.staged.pop(k)
+            if merged is not None:  # ... and the block kept of theirs (debounce: the first) too
+                shown.extend(merged.delivered)
+        ids = tuple(dict.fromkeys((trigger_id, *entry.delivered, *entry.merged, *shown)))
         for i in ids:
             self.unrun.pop(i, None)
         return ids
