@@ -161,7 +161,7 @@ def _short(body: str | None, n: int = 150) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# scenarios (also used by tests/test_e2e.py)
+# scenarios (also used by tests/e2e/test_e2e.py)
 # ---------------------------------------------------------------------------------------
 
 async def scenario_dm(h: Harness, step: Step, verbose: bool = True) -> None:

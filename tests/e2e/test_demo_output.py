@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,8 @@ from hermes_chatto.testing.demo import context_section
 from hermes_chatto.testing.harness import Turn
 from hermes_chatto.testing.scripted_model import ModelRequest, parse_reply
 from hermes_chatto.wire.types import ChattoMessage
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 
 CONTEXT = ("[Earlier in this thread]\n"
            "(Messages of this thread not yet in this conversation, oldest first.)\n"

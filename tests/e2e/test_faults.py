@@ -37,7 +37,10 @@ from typing import Any
 
 import pytest
 
-from conftest import FakeAgent, Gateway, build_gateway, wait_for, world_ids
+from support.fakes import FakeAgent
+from support.host import Gateway, build_gateway, world_ids
+from support.paths import REPO, WIRE_FIXTURES
+from support.waits import wait_for
 
 pytestmark = pytest.mark.timeout(170)
 
@@ -291,7 +294,7 @@ async def settle(gw: Gateway, world: World, timeout: float, quiet: float = 5.0, 
 # ---------------------------------------------------------------------------------
 # case 4: garbage frames
 
-FIXTURES = Path(__file__).resolve().parent / "data" / "chatto-wire"
+FIXTURES = WIRE_FIXTURES
 
 
 def _fixture_dir() -> Path:
@@ -305,7 +308,7 @@ def _templates(rng: random.Random) -> list[bytes]:
     generated message frames shaped like spec §3.7 (``bench/framegen.py``)."""
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(REPO))
     from bench.framegen import FrameFactory
 
     out = [p.read_bytes() for p in sorted((_fixture_dir() / "realtime" / "server").glob("*.bin"))]

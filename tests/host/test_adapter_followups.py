@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import idle, wait_for
+from support.waits import idle, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -9,18 +9,10 @@ import json
 
 import pytest
 
-from conftest import wait_for
-from test_delivery import mixed_text
+from support.text import mixed_text
+from support.waits import idle, wait_for
 
 pytestmark = pytest.mark.timeout(120)
-
-
-async def idle(gw, timeout: float = 15.0, *, turns: int = 0) -> None:
-    """Wait until at least ``turns`` agent calls happened and nothing is running."""
-    if turns:
-        await wait_for(lambda: len(gw.agent.calls) >= turns, timeout=timeout, what=f"{turns} turn(s)")
-    await wait_for(lambda: not gw.adapter._active_sessions and not gw.runner._running_agents,
-                   timeout=timeout, what="gateway idle")
 
 
 def bot_msgs(gw, room: str, root: str | None = None):
@@ -42,7 +34,7 @@ async def test_dm_turn_and_own_echo_is_not_a_turn(gateway):
     assert gw.adapter.session_key_for(src) == gw.runner._session_key_for_source(src)
     # the ack reaction went onto the trigger
     assert gw.world.get_message(ids["dm"], first.event_id)  # still there
-    await idle(gw)
+    await idle(gw, timeout=15.0)
     # the echo of the reply arrived before this later message; it never became a turn
     gw.world.post(ids["alice"], ids["dm"], "second")
     await wait_for(lambda: len(bot_msgs(gw, ids["dm"])) == 2, what="second reply")
@@ -59,7 +51,7 @@ async def test_channel_mention_then_thread_reply_same_session(gateway):
     assert len(gw.agent.calls) == 1
     assert gw.agent.calls[0].source.thread_id == trig.event_id
     assert bot_msgs(gw, ids["general"]) == []  # nothing at top level
-    await idle(gw)
+    await idle(gw, timeout=15.0)
     gw.world.reply(ids["alice"], ids["general"], trig.event_id, "follow-up without mention")
     await wait_for(lambda: len(bot_msgs(gw, ids["general"], trig.event_id)) == 2, what="follow-up reply")
     s1, s2 = gw.agent.calls[0].source, gw.agent.calls[1].source
@@ -100,7 +92,7 @@ async def test_replayed_event_after_reconnect_is_one_turn(gateway):
     assert old_cursor
     w.post(ids["alice"], ids["dm"], "say it once")
     await wait_for(lambda: bot_msgs(gw, ids["dm"]), what="reply")
-    await idle(gw)
+    await idle(gw, timeout=15.0)
     # rewind the stored cursor and drop the socket: the server replays the message
     rt.resume_cursor = old_cursor
     before = rt.stats["connects"]
@@ -108,7 +100,7 @@ async def test_replayed_event_after_reconnect_is_one_turn(gateway):
     await wait_for(lambda: rt.stats["connects"] > before and rt.caught_up.is_set(), what="reconnected")
     w.post(ids["alice"], ids["dm"], "after reconnect")
     await wait_for(lambda: len(gw.agent.calls) >= 2, what="live turn after reconnect")
-    await idle(gw)
+    await idle(gw, timeout=15.0)
     assert [c.message for c in gw.agent.calls] == ["say it once", "after reconnect"]
 
 
@@ -122,7 +114,7 @@ async def test_edit_of_in_flight_trigger_replaces_turn(gateway):
     await wait_for(lambda: gw.adapter.stats["edits_replaced"] == 1, what="edit seen")
     gw.agent.gate.set()
     await wait_for(lambda: len(gw.agent.calls) == 2, what="replacement turn")
-    await idle(gw)
+    await idle(gw, timeout=15.0)
     bodies = [x.body for x in bot_msgs(gw, ids["dm"])]
     assert "pong: what is 3+3?" in bodies and "pong: what is 2+2?" not in bodies
 
@@ -205,7 +197,7 @@ async def test_thread_turn_gets_earlier_messages_once(gateway):
     assert "step one went fine" in block and "deploy notes for today" in block
     assert "what happened so far" not in block  # never the trigger
     assert gw.agent.calls[0].source.thread_id == root.event_id
-    await idle(gw)
+    await idle(gw, timeout=15.0)
     w.reply(ids["alice"], ids["general"], root.event_id, "thanks, and next?")
     await wait_for(lambda: len(gw.agent.calls) == 2, what="follow-up turn")
     assert "[Earlier in this thread]" not in gw.agent.calls[1].message  # quiet turn: nothing new
@@ -222,7 +214,7 @@ async def test_own_post_from_another_path_reaches_next_thread_turn(gateway):
     w, ids = gw.world, gw.ids
     trig = w.post(ids["alice"], ids["general"], "@helper_bot start a build thread")
     await wait_for(lambda: bot_msgs(gw, ids["general"], trig.event_id), what="first reply")
-    await idle(gw)
+    await idle(gw, timeout=15.0)
     pconfig = gw.runner.config.platforms[Platform("chatto")]
     res = await hermes_chatto._standalone_send(pconfig, ids["general"], "BUILD REPORT: all green",
                                                thread_id=trig.event_id)
@@ -243,7 +235,7 @@ async def test_projection_reset_mid_run_loses_nothing_repeats_nothing(gateway):
     gw = await gateway()
     w, ids = gw.world, gw.ids
     w.post(ids["alice"], ids["dm"], "before the reset")
-    await idle(gw, turns=1)
+    await idle(gw, timeout=15.0, turns=1)
     rt = gw.adapter._realtime
     before = rt.stats["connects"]
     w.force_projection_reset()

@@ -7,20 +7,12 @@ and runs the unseen replies through ingress. Real LocalChatto over loopback sock
 from __future__ import annotations
 
 import pytest
-from conftest import wait_for
+from support.host import bot_replies
+from support.waits import idle, wait_for
 
 from hermes_chatto.wire.types import ThreadKey
 
 pytestmark = pytest.mark.timeout(90)
-
-
-async def _idle(gw, timeout: float = 15.0) -> None:
-    await wait_for(lambda: not gw.adapter._active_sessions and not gw.runner._running_agents,
-                   timeout=timeout, what="gateway idle")
-
-
-def _bot_replies(gw, room: str, root: str) -> list:
-    return [m for m in gw.world.thread_messages(room, root) if m.author_id == gw.ids["bot"]]
 
 
 def _said(gw) -> list[str]:
@@ -44,11 +36,11 @@ async def test_gap_reply_in_joined_thread_is_one_turn_unjoined_is_none(chatto_wo
 
     # a thread the bot answered in
     trig = srv.post(alice, general, "@helper_bot how do I rotate the logs?")
-    await wait_for(lambda: _bot_replies(gw, general, trig.event_id), what="the bot's thread answer")
+    await wait_for(lambda: bot_replies(gw, general, trig.event_id), what="the bot's thread answer")
     # a thread the bot takes no part in (bob's root, a reply already there)
     other = srv.post(bob, general, "bob's own topic")
     srv.reply(alice, general, other.event_id, "alice chimes in")
-    await _idle(gw)
+    await idle(gw, timeout=15.0)
     key = ThreadKey(general, trig.event_id)
     await wait_for(lambda: ad.threads.reply_count(key) == 1, what="the bot's own reply seen in realtime")
     await wait_for(lambda: ad.threads.reply_count(ThreadKey(general, other.event_id)) == 1,
@@ -67,18 +59,18 @@ async def test_gap_reply_in_joined_thread_is_one_turn_unjoined_is_none(chatto_wo
     await wait_for(lambda: sum(1 for c in srv.catchups if c.user_id == bot and c.path == "reset") > resets,
                    timeout=20, what="the bot's reset catch-up")
     await wait_for(lambda: len(gw.agent.calls) >= 2, timeout=20, what="a turn for the gap reply")
-    await _idle(gw)
+    await idle(gw, timeout=15.0)
     call = gw.agent.calls[1]
     assert call.message.endswith("and what about the rotated ones?")
     assert call.source.thread_id == trig.event_id
     assert ad.stats["reset_thread_reads"] == reads + 1, "one read: the moved joined thread only"
     assert ad.conn.seen is not None and gap.event_id in ad.conn.seen
-    await wait_for(lambda: len(_bot_replies(gw, general, trig.event_id)) == 2, what="the answer to the gap reply")
+    await wait_for(lambda: len(bot_replies(gw, general, trig.event_id)) == 2, what="the answer to the gap reply")
 
     # a live follow-up is the next turn: the gap reply is neither a turn again nor a block line
     srv.reply(alice, general, trig.event_id, "thanks")
     await wait_for(lambda: len(gw.agent.calls) >= 3, what="the live follow-up turn")
-    await _idle(gw)
+    await idle(gw, timeout=15.0)
     msgs = _said(gw)
     assert msgs == ["how do I rotate the logs?", "and what about the rotated ones?", "thanks"], msgs
     assert "rotated ones" not in (gw.agent.calls[2].context_prompt or "")

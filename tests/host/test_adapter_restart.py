@@ -19,7 +19,8 @@ from collections import Counter
 
 import pytest
 
-from conftest import bot_replies, idle, wait_for, world_ids
+from support.host import bot_replies, world_ids
+from support.waits import idle, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

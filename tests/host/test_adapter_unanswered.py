@@ -17,7 +17,7 @@ import asyncio
 
 import pytest
 
-from conftest import idle, wait_for
+from support.waits import idle, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -1,5 +1,5 @@
 """ChattoAdapter against a real GatewayRunner (model call stubbed) with in-memory Chatto
-client/realtime fakes: ingress → build_source → handle_message → runner → send().
+client/realtime fakes (``support.fakes``): ingress → build_source → handle_message → runner → send().
 
 The same scenarios over real loopback sockets live in test_adapter_live.py."""
 
@@ -10,21 +10,6 @@ import json
 
 import pytest
 
-from conftest import FakeAgent, wait_for, wire_adapter
-from test_adapter_fakes import (
-    ALICE,
-    BOB,
-    BOT,
-    BOT_KEY,
-    DM,
-    GENERAL,
-    OTHER_BOT,
-    FakeClient,
-    FakeRealtime,
-    FakeServer,
-)
-from test_delivery import mixed_text
-
 from hermes_chatto.wire.errors import (
     ChattoAmbiguousWriteError,
     ChattoPermissionDenied,
@@ -32,6 +17,22 @@ from hermes_chatto.wire.errors import (
     ChattoTransientError,
 )
 from hermes_chatto.wire.events import MessageEdited, NewMessage, RoomActivity
+from support.fakes import (
+    ALICE,
+    BOB,
+    BOT,
+    BOT_KEY,
+    DM,
+    GENERAL,
+    OTHER_BOT,
+    FakeAgent,
+    FakeClient,
+    FakeRealtime,
+    FakeServer,
+)
+from support.host import wire_adapter
+from support.text import mixed_text
+from support.waits import wait_for
 
 
 class Unit:

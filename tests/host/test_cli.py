@@ -15,8 +15,8 @@ import pytest
 
 from hermes_chatto import cli
 from hermes_chatto.testing.harness import hermes_command
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 VERSION = version("hermes-chatto")
 SUBCOMMANDS = {"doctor": "check URL, key", "setup": "interactive setup", "settings": "print the settings table"}
 

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from hermes_chatto.testing import LocalChatto
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture()

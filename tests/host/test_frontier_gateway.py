@@ -15,7 +15,9 @@ import asyncio
 
 import pytest
 
-from conftest import bot_replies, idle, wait_for
+from support.frontier import bodies, lines
+from support.host import bot_replies, world_ids
+from support.waits import idle, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -30,14 +32,6 @@ def block_of(call) -> str | None:
     block, _, _ = msg.partition(SEP)
     assert block.startswith(HEAD), msg[:200]
     return block
-
-
-def lines(block: str | None) -> list[str]:
-    return [ln for ln in (block or "").splitlines() if ln.startswith("> ")]
-
-
-def bodies(block: str | None) -> list[str]:
-    return [ln.split(": ", 1)[1] for ln in lines(block)]
 
 
 class Thread:
@@ -82,7 +76,6 @@ def add_user(gw, login: str, name: str, *, bot: bool = False) -> str:
 
 
 async def make_gateway(gateway, chatto_world):
-    from conftest import world_ids
 
     return await gateway(allow_all=False, allowed_users=world_ids(chatto_world)["alice"])
 
@@ -345,7 +338,6 @@ async def test_9_block_text_is_inert(gateway, chatto_world):
 
 
 async def test_10_room_beyond_retained_cap_reads_every_turn(gateway, chatto_world):
-    from conftest import world_ids
 
     ids = world_ids(chatto_world)
     w = chatto_world

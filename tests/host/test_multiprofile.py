@@ -6,8 +6,8 @@ Real pieces: ``GatewayRunner`` (0.19.0), the plugin loaded through entry-point d
 secondary-profile start (``_start_secondary_profile_adapters`` →
 ``profiles_to_serve`` → ``_start_one_profile_adapters`` → ``_profile_runtime_scope`` →
 duplicate-credential check → ``_configure_profile_adapter``). Only the model call is
-stubbed: ``GatewayRunner._run_agent_inner`` (see :class:`FakeAgent` for why not
-``_run_agent``).
+stubbed: ``GatewayRunner._run_agent_inner`` (see :class:`support.fakes.ProfileAgent` for why
+not ``_run_agent``).
 
 Layout: ``$HERMES_HOME`` is the default profile (``config.yaml`` with
 ``gateway.multiplex_profiles: true``; its ``.env`` is also in ``os.environ`` because a real
@@ -41,7 +41,9 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import wait_for, wire_adapter
+from support.fakes import ProfileAgent
+from support.host import wire_adapter
+from support.waits import wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -121,59 +123,6 @@ class Prof:
         return {self.channel, self.dm_alice, self.dm_bob}
 
 
-@dataclass
-class Call:
-    """One stubbed agent turn: the profile whose scope the host ran it in, what it saw."""
-
-    profile: str
-    source_profile: str | None
-    chat_id: str
-    thread_id: str | None
-    user_id: str
-    message: str
-    tool: dict | None = None
-
-
-class FakeAgent:
-    """Replaces ``GatewayRunner._run_agent_inner`` — the model call — and keeps the host's
-    ``_run_agent`` wrapper, which under multiplexing runs the turn inside
-    ``_profile_runtime_scope(profile home)`` (0.19.0 run.py). Patching ``_run_agent`` itself
-    would also drop that scope, and the in-turn tool call below would then not run the way
-    a real agent's tool does (in the worker thread, with the turn's copied context).
-
-    Reply: ``"[<profile>] pong: <message>"`` where ``<profile>`` is the profile whose scope
-    the host installed for the turn. ``TOOL-><room name>`` in the message makes the turn
-    call ``chatto_send_message`` (through ``asyncio.to_thread``, i.e. a copied context like
-    the agent's worker thread) before answering. With ``expect`` set, every turn waits
-    (bounded) until ``expect`` turns are in flight, so both profiles' turns overlap.
-    """
-
-    def __init__(self) -> None:
-        self.calls: list[Call] = []
-        self.expect = 0
-        self.all_started = asyncio.Event()
-
-    async def run(self, runner, message, context_prompt, history, source, session_id, session_key=None, **kw):
-        from hermes_cli.profiles import get_active_profile_name
-
-        from hermes_chatto.tools import chatto_send_message
-
-        call = Call(profile=get_active_profile_name(), source_profile=source.profile, chat_id=source.chat_id,
-                    thread_id=source.thread_id, user_id=source.user_id, message=message)
-        self.calls.append(call)
-        if self.expect and len(self.calls) >= self.expect:
-            self.all_started.set()
-        m = re.search(r"TOOL->(\S+)", message)
-        if m:
-            out = await asyncio.to_thread(chatto_send_message,
-                                          {"room": m.group(1), "text": f"tool post by {call.profile}"})
-            call.tool = json.loads(out)
-        if self.expect:
-            await asyncio.wait_for(self.all_started.wait(), 20)
-        return {"final_response": f"[{call.profile}] pong: {message}", "messages": [], "api_calls": 0,
-                "tools": []}
-
-
 class Mux:
     """A LocalChatto with one bot per profile, the profiles on disk, and a real
     ``GatewayRunner`` with multiplexing started the way ``GatewayRunner.start`` does it."""
@@ -189,7 +138,7 @@ class Mux:
         self.rows: list[Row] = []
         self.client_rows: list[tuple[str, str, str]] = []  # (profile scope at send, key label, method)
         self.runner: Any = None
-        self.agent = FakeAgent()
+        self.agent = ProfileAgent()
         self._multiplex_prev: bool | None = None
         self._lock = threading.Lock()
 

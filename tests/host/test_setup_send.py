@@ -19,7 +19,7 @@ import asyncio
 import json
 
 import pytest
-from conftest import idle
+from support.waits import idle
 
 
 @pytest.fixture()

@@ -13,14 +13,13 @@ import signal
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 
 from hermes_chatto.testing import cli
 from hermes_chatto.testing.rawclient import RawRpc
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 class Proc:

@@ -19,9 +19,9 @@ import pytest
 from hermes_chatto.testing import LocalChatto
 from hermes_chatto.testing.rawclient import RawRealtime, RawRpc, op_names
 from hermes_chatto.wire.proto import chatto_pb2 as pb
+from support.paths import WIRE_FIXTURES
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURES = Path(os.environ.get("CHATTO_WIRE_FIXTURES") or REPO / "tests" / "data" / "chatto-wire")
+FIXTURES = Path(os.environ.get("CHATTO_WIRE_FIXTURES") or WIRE_FIXTURES)
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,22 @@
-"""In-memory stand-ins (no tests here) for the Chatto unary client and realtime session, for adapter
-tests that do not need a socket (the integration tests use LocalChatto)."""
+"""In-memory stand-ins (no tests here).
+
+* :class:`FakeServer` / :class:`FakeClient` / :class:`FakeRealtime` - the Chatto unary client
+  and realtime session over shared in-memory state, for adapter tests that do not need a
+  socket (the integration tests use LocalChatto).
+* :class:`CreateRecorder` - only ``create_message``, for the delivery loop.
+* :class:`Clock` - a settable clock for code that takes ``clock=``.
+* :class:`FakeAgent` - the model call ``GatewayRunner._run_agent`` stubbed (records
+  :class:`AgentCall`); :class:`ProfileAgent` - ``_run_agent_inner`` stubbed instead, for
+  profile multiplexing (records :class:`ProfileCall`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -172,3 +184,147 @@ class FakeRealtime:
     async def hydrate_room(self, room_id):
         self.hydrated.append(room_id)
         return True
+
+
+class CreateRecorder:
+    """Only ``create_message``, for ``deliver_chunks``: records ``(room_id, body, thread_root)``
+    per landed call, ids ``E1``, ``E2``, ...; ``fail_at`` maps the n-th call (1-based) to the
+    error it raises (a failed call is not recorded)."""
+
+    def __init__(self, fail_at: dict[int, Exception] | None = None):
+        self.calls: list[tuple[str, str, str]] = []
+        self.fail_at = fail_at or {}
+        self.n = 0
+
+    async def create_message(self, room_id, body, *, thread_root_event_id=""):
+        self.n += 1
+        if self.n in self.fail_at:
+            raise self.fail_at[self.n]
+        self.calls.append((room_id, body, thread_root_event_id))
+        return ChattoMessage(event_id=f"E{self.n}", room_id=room_id, author_id="Ubot", body=body,
+                             thread_root_event_id=thread_root_event_id)
+
+
+class Clock:
+    """A clock for code that takes ``clock=`` (seconds, a float); tests move ``t``."""
+
+    def __init__(self, t: float = 0.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+# ---------------------------------------------------------------------------------
+# stubbed model calls
+
+
+@dataclass
+class AgentCall:
+    message: str
+    context_prompt: str
+    source: Any
+    session_id: str
+    session_key: str | None
+    history: list = field(default_factory=list)
+
+
+class FakeAgent:
+    """Stands in for ``GatewayRunner._run_agent``: records every call; the reply is
+    ``reply(call) -> str`` (default ``"pong: <message>"``). ``gate`` (an
+    ``asyncio.Event``) when set makes calls wait until it is set (to keep a turn in
+    flight)."""
+
+    def __init__(self, reply: Callable[[AgentCall], str] | str | None = None):
+        self.calls: list[AgentCall] = []
+        self.reply = reply
+        self.gate: asyncio.Event | None = None
+        self.started = asyncio.Event()
+
+    def _reply(self, call: AgentCall) -> str:
+        if self.reply is None:
+            return f"pong: {call.message}"
+        if callable(self.reply):
+            return self.reply(call)
+        return str(self.reply)
+
+    async def run(self, runner, message, context_prompt, history, source, session_id, session_key=None, **kw):
+        call = AgentCall(message=message, context_prompt=context_prompt, source=source, session_id=session_id,
+                         session_key=session_key, history=list(history or []))
+        self.calls.append(call)
+        self.started.set()
+        if self.gate is not None:
+            await self.gate.wait()
+        result = {"final_response": self._reply(call), "messages": [], "api_calls": 0, "tools": []}
+        self._promote_overflow(runner, source, session_key)
+        return result
+
+    @staticmethod
+    def _promote_overflow(runner, source, session_key) -> None:
+        """What the real ``_run_agent_inner`` does after a run (0.19.0 run.py, drain site):
+        keep the adapter's pending slot filled from the runner's busy-queue overflow
+        (``_promote_queued_event``); without it, follow-ups beyond the first queued one
+        would be lost only because ``_run_agent`` is stubbed."""
+        try:
+            adapter = runner._adapter_for_source(source)
+        except Exception:
+            adapter = None
+        slot = getattr(adapter, "_pending_messages", None)
+        if not session_key or slot is None or session_key in slot:
+            return
+        nxt = runner._promote_queued_event(session_key, adapter, None)
+        if nxt is not None:
+            slot[session_key] = nxt
+
+
+@dataclass
+class ProfileCall:
+    """One stubbed agent turn: the profile whose scope the host ran it in, what it saw."""
+
+    profile: str
+    source_profile: str | None
+    chat_id: str
+    thread_id: str | None
+    user_id: str
+    message: str
+    tool: dict | None = None
+
+
+class ProfileAgent:
+    """Replaces ``GatewayRunner._run_agent_inner`` (host/test_multiprofile.py) — the model call — and keeps the host's
+    ``_run_agent`` wrapper, which under multiplexing runs the turn inside
+    ``_profile_runtime_scope(profile home)`` (0.19.0 run.py). Patching ``_run_agent`` itself
+    would also drop that scope, and the in-turn tool call below would then not run the way
+    a real agent's tool does (in the worker thread, with the turn's copied context).
+
+    Reply: ``"[<profile>] pong: <message>"`` where ``<profile>`` is the profile whose scope
+    the host installed for the turn. ``TOOL-><room name>`` in the message makes the turn
+    call ``chatto_send_message`` (through ``asyncio.to_thread``, i.e. a copied context like
+    the agent's worker thread) before answering. With ``expect`` set, every turn waits
+    (bounded) until ``expect`` turns are in flight, so both profiles' turns overlap.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[ProfileCall] = []
+        self.expect = 0
+        self.all_started = asyncio.Event()
+
+    async def run(self, runner, message, context_prompt, history, source, session_id, session_key=None, **kw):
+        from hermes_cli.profiles import get_active_profile_name
+
+        from hermes_chatto.tools import chatto_send_message
+
+        call = ProfileCall(profile=get_active_profile_name(), source_profile=source.profile, chat_id=source.chat_id,
+                    thread_id=source.thread_id, user_id=source.user_id, message=message)
+        self.calls.append(call)
+        if self.expect and len(self.calls) >= self.expect:
+            self.all_started.set()
+        m = re.search(r"TOOL->(\S+)", message)
+        if m:
+            out = await asyncio.to_thread(chatto_send_message,
+                                          {"room": m.group(1), "text": f"tool post by {call.profile}"})
+            call.tool = json.loads(out)
+        if self.expect:
+            await asyncio.wait_for(self.all_started.wait(), 20)
+        return {"final_response": f"[{call.profile}] pong: {message}", "messages": [], "api_calls": 0,
+                "tools": []}

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.paths import REPO
 
 BOT_A = "cht_BK_UaaaaaaaaaaaaaA.c2VjcmV0LWZvci1ib3QtYQ"
 BOT_B = "cht_BK_UbbbbbbbbbbbbbB.c2VjcmV0LWZvci1ib3QtYg"
@@ -454,7 +455,7 @@ def test_real_gateway_config_enables_and_reseeds_home_channel(home, tmp_path, mu
 def test_docs_settings_table_is_generated_from_the_model():
     from hermes_chatto.config import settings_table_markdown
 
-    doc = Path(__file__).resolve().parent.parent / "docs" / "settings-table.md"
+    doc = REPO / "docs" / "settings-table.md"
     assert doc.read_text(encoding="utf-8") == settings_table_markdown()
 
 

@@ -1,9 +1,8 @@
 """hermes_chatto.delivery: byte-based splitting (pure) and the stop-at-first-failure
-write loop (against a fake client recording CreateMessage calls)."""
+write loop (against ``support.fakes.CreateRecorder``, recording CreateMessage calls)."""
 
 from __future__ import annotations
 
-import random
 import re
 
 import pytest
@@ -16,22 +15,11 @@ from hermes_chatto.wire.errors import (
     ChattoPermissionDenied,
     ChattoResourceExhausted,
 )
-from hermes_chatto.wire.types import MAX_BODY_BYTES, ChattoMessage
+from hermes_chatto.wire.types import MAX_BODY_BYTES
+from support.fakes import CreateRecorder
+from support.text import mixed_text
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-
-
-def mixed_text(nbytes: int, seed: int = 7) -> str:
-    """ASCII words, umlauts, CJK and emoji, paragraphs and lines, about ``nbytes`` bytes."""
-    rnd = random.Random(seed)
-    pieces = ["hello", "wörld", "Grüße", "ÄÖÜß", "日本語", "中文字符", "😀", "👍🏽", "🚀✨", "x" * 30]
-    out, size = [], 0
-    while size < nbytes + 8:
-        p = rnd.choice(pieces)
-        sep = rnd.choice([" ", " ", " ", "\n", "\n\n"])
-        out.append(p + sep)
-        size += len((p + sep).encode())
-    return "".join(out).strip()  # the host strips replies
 
 
 def open_fences(text: str) -> list[str]:
@@ -149,23 +137,8 @@ def test_property_split(tokens, limit):
 # deliver_chunks
 
 
-class FakeClient:
-    def __init__(self, fail_at: dict[int, Exception] | None = None):
-        self.calls: list[tuple[str, str, str]] = []
-        self.fail_at = fail_at or {}
-        self.n = 0
-
-    async def create_message(self, room_id, body, *, thread_root_event_id=""):
-        self.n += 1
-        if self.n in self.fail_at:
-            raise self.fail_at[self.n]
-        self.calls.append((room_id, body, thread_root_event_id))
-        return ChattoMessage(event_id=f"E{self.n}", room_id=room_id, author_id="Ubot", body=body,
-                             thread_root_event_id=thread_root_event_id)
-
-
 async def test_deliver_all_in_one_thread():
-    c = FakeClient()
+    c = CreateRecorder()
     sent: list[str] = []
     r = await deliver_chunks(c, "R1", ["a", "b", "c"], thread_root_event_id="ROOT", on_sent=sent.append)
     assert r.ok and r.sent_ids == ["E1", "E2", "E3"] and r.total == 3
@@ -174,26 +147,26 @@ async def test_deliver_all_in_one_thread():
 
 
 async def test_deliver_stops_at_first_failure_and_names_chunk():
-    c = FakeClient({2: ChattoPermissionDenied("no message.post-in-thread")})
+    c = CreateRecorder({2: ChattoPermissionDenied("no message.post-in-thread")})
     r = await deliver_chunks(c, "R1", ["a", "b", "c"], thread_root_event_id="ROOT")
     assert not r.ok and r.failed_index == 1 and r.sent_ids == ["E1"]
     assert [x[1] for x in c.calls] == ["a"]  # chunk 3 not attempted
     assert r.describe().startswith("chunk 2 of 3 failed")
     # resume: chunk 1 is not re-sent
-    c2 = FakeClient()
+    c2 = CreateRecorder()
     r2 = await deliver_chunks(c2, "R1", ["a", "b", "c"], thread_root_event_id="ROOT", start_index=1,
                               already_sent=r.sent_ids)
     assert r2.ok and [x[1] for x in c2.calls] == ["b", "c"] and r2.sent_ids == ["E1", "E1", "E2"]
 
 
 async def test_ambiguous_write_reported_may_have_landed():
-    c = FakeClient({1: ChattoAmbiguousWriteError("read timeout", may_have_landed=True)})
+    c = CreateRecorder({1: ChattoAmbiguousWriteError("read timeout", may_have_landed=True)})
     r = await deliver_chunks(c, "R1", ["a"], thread_root_event_id="")
     assert r.may_have_landed and "may have landed" in r.describe()
 
 
 async def test_slow_mode_retry_after():
-    c = FakeClient({1: ChattoResourceExhausted("slow mode", retry_after=12.0)})
+    c = CreateRecorder({1: ChattoResourceExhausted("slow mode", retry_after=12.0)})
     r = await deliver_chunks(c, "R1", ["a"], thread_root_event_id="")
     assert r.retry_after == 12.0 and "retry after 12 s" in r.describe()
     assert isinstance(r, DeliveryReport)

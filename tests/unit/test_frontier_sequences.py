@@ -1,5 +1,5 @@
 """Seeded random sequences against one thread session's frontier (pure; the
-``tests/test_frontier.py`` fakes): people and cron post, triggers are queued with their
+``support.frontier`` fakes): people and cron post, triggers are queued with their
 blocks computed at ingress, the host runs them in order or out of order, some turns fail
 (no answer), some finish silently, the host merges a queued follow-up's text into the
 turn before it (dropping the follow-up's block), commands are answered by the host
@@ -21,7 +21,7 @@ import random
 
 import pytest
 
-from test_frontier import ALICE, BOT, CAROL, ROOM, Sim, bodies
+from support.frontier import ALICE, BOT, CAROL, ROOM, Sim, bodies
 
 async def run_seq(tmp_path, seed, *, window=20, max_bytes=8000, p_fail=0.2, p_ooo=0.3, p_restart=0.08,
                   p_gap=0.1, retained=True, steps=40, p_silent=0.0, p_delete=0.0, p_merge=0.0, p_command=0.0):

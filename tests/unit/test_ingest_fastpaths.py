@@ -16,7 +16,6 @@ import random
 import re
 import sys
 from collections import OrderedDict
-from pathlib import Path
 
 import pytest
 
@@ -34,8 +33,8 @@ from hermes_chatto.wire.types import (
     user_from_pb,
     users_from_includes,
 )
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 

@@ -9,18 +9,11 @@ import pytest
 
 from hermes_chatto.adapter.boundary import ErrorBoundary
 from hermes_chatto.counters import Counters
-
-
-class Clock:
-    def __init__(self):
-        self.t = 1000.0
-
-    def __call__(self):
-        return self.t
+from support.fakes import Clock
 
 
 def test_guard_swallows_counts_and_rate_limits(caplog):
-    counters, clock = Counters(), Clock()
+    counters, clock = Counters(), Clock(1000.0)
     b = ErrorBoundary(logging.getLogger("t.boundary"), counters, interval_s=60, clock=clock)
     caplog.set_level(logging.DEBUG, logger="t.boundary")
     for _ in range(3):

@@ -14,13 +14,7 @@ from hermes_chatto.adapter.threads import ThreadIndex
 from hermes_chatto.delivery import DeliveryReport
 from hermes_chatto.wire.errors import ChattoTransientError
 from hermes_chatto.wire.types import ChattoMessage, ThreadKey
-
-
-class Clock:
-    t = 0.0
-
-    def __call__(self):
-        return self.t
+from support.fakes import Clock
 
 
 def test_registry_resumes_partial_deliveries_until_ttl():

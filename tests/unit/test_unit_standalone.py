@@ -6,7 +6,7 @@ import asyncio
 from types import SimpleNamespace
 
 import pytest
-from test_adapter_fakes import ALICE, BOT_KEY, DM, GENERAL, FakeClient, FakeServer
+from support.fakes import ALICE, BOT_KEY, DM, GENERAL, FakeClient, FakeServer
 
 import hermes_chatto.wire.connect as connect_mod
 from hermes_chatto.adapter.standalone import RoomLookupError, send_standalone

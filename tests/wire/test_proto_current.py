@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 PROTO_DIR = REPO / "hermes_chatto" / "wire" / "proto"
 
 

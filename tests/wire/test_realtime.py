@@ -1,4 +1,5 @@
-"""RealtimeSession over REAL loopback WebSockets against a small scripted protocol-2 server.
+"""RealtimeSession over REAL loopback WebSockets against a small scripted protocol-2 server
+(``support.realtime.FakeChatto``).
 
 Each test scripts what the server does per connection (the full local Chatto server is a
 separate test kit). No fixed sleeps: tests wait on conditions with timeouts; timeouts and
@@ -12,8 +13,6 @@ import logging
 from typing import Awaitable, Callable
 
 import pytest
-import websockets
-import websockets.asyncio.server
 
 from hermes_chatto.wire.errors import ChattoCredentialError, ChattoProtocolError, ChattoRealtimeFatal
 from hermes_chatto.wire.events import (
@@ -27,189 +26,27 @@ from hermes_chatto.wire.events import (
 from hermes_chatto.wire.frames import Classifier, FrameDecodeError, decode_server_frame, encode_subscribe
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 from hermes_chatto.wire.realtime import RealtimeSession, realtime_url
+from support.realtime import (
+    BOT,
+    ROOM,
+    TOKEN,
+    Conn,
+    FakeChatto,
+    f_caught_up,
+    f_close,
+    f_error,
+    f_heartbeat,
+    f_hello,
+    f_message,
+    f_reset,
+    f_room_upsert,
+    f_unknown_op,
+    server_frame,
+)
+from support.waits import until
 
-TOKEN = "cht_BK_Ubot00000000001.never-log-this-secret"
-BOT = "Ubot00000000001"
-ALICE = "Ualice000000001"
-ROOM = "Rgeneral0000001"
 
 pytestmark = pytest.mark.timeout(60)
-
-
-# ----------------------------------------------------------------------------- frame builders
-
-
-def _frame(**kw) -> bytes:
-    return pb.RealtimeServerFrame(**kw).SerializeToString()
-
-
-def f_hello(version: int = 2) -> bytes:
-    return _frame(hello=pb.RealtimeServerHello(protocol_version=version, server_version="0.5.0-test",
-                                               heartbeat_interval_seconds=15,
-                                               capabilities=["chatto.realtime.projection.v1"]))
-
-
-def f_subscribed(cursor: str = "S0") -> bytes:
-    return _frame(subscribed=pb.RealtimeSubscribed(start_cursor=cursor))
-
-
-def f_caught_up(cursor: str) -> bytes:
-    return _frame(caught_up=pb.RealtimeCaughtUp(cursor=cursor))
-
-
-def f_error(code: str, *, fatal: bool, retry_after_ms: int | None = None, room_id: str | None = None) -> bytes:
-    e = pb.RealtimeError(code=code, message=f"{code} (test)", fatal=fatal)
-    if retry_after_ms is not None:
-        e.retry_after_ms = retry_after_ms
-    if room_id is not None:
-        e.room_id = room_id
-    return _frame(error=e)
-
-
-def f_close(code: str, *, reconnect: bool, retry_after_ms: int = 0) -> bytes:
-    return _frame(close=pb.RealtimeClose(code=code, message="test", reconnect=reconnect, retry_after_ms=retry_after_ms))
-
-
-def f_heartbeat() -> bytes:
-    return _frame(heartbeat=pb.RealtimeHeartbeat(id="Ehb"))
-
-
-def f_reset(pid: str = "Ereset") -> bytes:
-    pe = pb.RealtimeProjectionEvent(id=pid)
-    pe.operations.add().reset.SetInParent()
-    return _frame(projection_event=pe)
-
-
-def f_message(pid: str, body: str, cursor: str | None, *, author: str = ALICE, room: str = ROOM,
-              thread_root: str = "") -> bytes:
-    pe = pb.RealtimeProjectionEvent(id=pid, actor_id=author)
-    if cursor is not None:
-        pe.resume_cursor = cursor
-    pe.operations.add().room_activity.room_id = room
-    up = pe.operations.add().room_timeline_event_upsert
-    up.room_id = room
-    up.event.id = pid
-    up.event.actor_id = author
-    m = up.event.message_posted.message
-    m.id, m.room_id, m.actor_id, m.body, m.thread_root_event_id = pid, room, author, body, thread_root
-    up.includes.users[author].CopyFrom(pb.User(id=author, login=author.lower(), is_bot=author == BOT))
-    up.event_cursor = f"tl:{pid}"
-    return _frame(projection_event=pe)
-
-
-def f_room_upsert(room_id: str, pid: str = "Eroom") -> bytes:
-    pe = pb.RealtimeProjectionEvent(id=pid)
-    r = pe.operations.add().room_upsert
-    r.room.room.id = room_id
-    r.room.room.kind = pb.ROOM_KIND_CHANNEL
-    r.room.viewer_state.is_member = True
-    return _frame(projection_event=pe)
-
-
-def f_unknown_op(cursor: str) -> bytes:
-    """A projection event whose only operation uses a tag our subset does not declare (99)."""
-    pe = pb.RealtimeProjectionEvent(id="Eunknown", resume_cursor=cursor)
-    op_bytes = bytes([0x9A, 0x06, 0x02, 0x08, 0x01])  # field 99, LEN 2: {field 1 varint 1}
-    raw = pe.SerializeToString() + bytes([0x2A, len(op_bytes)]) + op_bytes  # operations (field 5)
-    return bytes([0x4A, len(raw)]) + raw  # RealtimeServerFrame.projection_event (field 9)
-
-
-# ----------------------------------------------------------------------------- scripted server
-
-
-class Conn:
-    """Server side of one client connection."""
-
-    def __init__(self, ws, index: int):
-        self.ws = ws
-        self.index = index
-        self.received: list[pb.RealtimeClientFrame] = []
-        self.text_frames = 0
-
-    @property
-    def headers(self):
-        return self.ws.request.headers
-
-    @property
-    def path(self) -> str:
-        return self.ws.request.path
-
-    async def recv(self, timeout: float = 5.0) -> pb.RealtimeClientFrame:
-        data = await asyncio.wait_for(self.ws.recv(), timeout)
-        if isinstance(data, str):
-            self.text_frames += 1
-            raise AssertionError("client sent a text frame")
-        f = pb.RealtimeClientFrame()
-        f.ParseFromString(data)
-        self.received.append(f)
-        return f
-
-    async def send(self, data: bytes | str) -> None:
-        await self.ws.send(data)
-
-    async def handshake(self, start_cursor: str = "S0") -> tuple[pb.RealtimeClientFrame, pb.RealtimeClientFrame]:
-        hello = await self.recv()
-        assert hello.WhichOneof("frame") == "hello"
-        await self.send(f_hello())
-        sub = await self.recv()
-        assert sub.WhichOneof("frame") == "subscribe_events"
-        await self.send(f_subscribed(start_cursor))
-        return hello, sub
-
-    async def idle(self) -> None:
-        """Keep the socket open (reading client frames) until the client goes away."""
-        try:
-            while True:
-                await self.recv(timeout=30)
-        except (websockets.ConnectionClosed, asyncio.TimeoutError, TimeoutError):
-            pass
-
-
-Script = Callable[[Conn], Awaitable[None]]
-
-
-class FakeChatto:
-    """A websockets server on 127.0.0.1:0 running ``scripts[i]`` for the i-th connection
-    (the last script repeats)."""
-
-    def __init__(self, *scripts: Script):
-        self.scripts = list(scripts)
-        self.conns: list[Conn] = []
-        self.errors: list[BaseException] = []
-        self._server = None
-        self.base_url = ""
-
-    async def __aenter__(self):
-        self._server = await websockets.asyncio.server.serve(self._handler, "127.0.0.1", 0, max_size=None)
-        port = self._server.sockets[0].getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{port}"
-        return self
-
-    async def __aexit__(self, *exc):
-        self._server.close()
-        await self._server.wait_closed()
-
-    async def _handler(self, ws) -> None:
-        conn = Conn(ws, len(self.conns))
-        self.conns.append(conn)
-        script = self.scripts[min(conn.index, len(self.scripts) - 1)]
-        try:
-            await script(conn)
-        except websockets.ConnectionClosed:
-            pass
-        except BaseException as exc:  # surfaced by the tests
-            self.errors.append(exc)
-            raise
-
-
-async def until(pred: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
-    """Wait (polling the event loop) until ``pred()`` is true, or fail after ``timeout`` s."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not pred():
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
 
 
 class Client:
@@ -601,7 +438,7 @@ async def test_session_terminated_event_reconnects():
         await c.send(f_caught_up("C1"))
         env = pb.RealtimeEventEnvelope(id="Eterm")
         env.session_terminated.reason = "revoked"
-        await c.send(_frame(event=env))
+        await c.send(server_frame(event=env))
         await c.idle()
 
     async def calm(c: Conn):
@@ -750,7 +587,7 @@ async def test_ping_pong_round_trip():
         await c.handshake()
         await c.send(f_caught_up("C1"))
         ping = await c.recv()
-        await c.send(_frame(pong=pb.RealtimePong(nonce=ping.ping.nonce)))
+        await c.send(server_frame(pong=pb.RealtimePong(nonce=ping.ping.nonce)))
         await c.idle()
 
     async with FakeChatto(script) as srv:

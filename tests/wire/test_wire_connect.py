@@ -38,9 +38,10 @@ from hermes_chatto.wire.errors import (
     ChattoTransientError,
 )
 from hermes_chatto.wire.proto import chatto_pb2 as pb
+from support.paths import WIRE_FIXTURES
 
 FIX = Path(os.environ.get("CHATTO_WIRE_FIXTURES")
-           or Path(__file__).resolve().parent / "data" / "chatto-wire").resolve()
+           or WIRE_FIXTURES).resolve()
 MANIFEST = json.loads((FIX / "manifest.json").read_text())
 CONNECT = [f for f in MANIFEST["fixtures"] if f["file"].startswith("connect/")]
 KEY = MANIFEST["actors"]["bot"]["bearer_token"]

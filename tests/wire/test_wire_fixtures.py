@@ -49,6 +49,7 @@ from hermes_chatto.wire.frames import (
 )
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 from hermes_chatto.wire.types import message_from_pb
+from support.paths import WIRE_FIXTURES
 
 try:  # helper H1 owns wire/connect.py
     from hermes_chatto.wire.connect import decode_json
@@ -60,9 +61,8 @@ except ImportError:  # pragma: no cover - temporary fallback until connect.py ex
             data = json.dumps(data)
         return json_format.Parse(data, pb_cls(), ignore_unknown_fields=True)
 
-REPO = Path(__file__).resolve().parents[1]
 _ENV = os.environ.get("CHATTO_WIRE_FIXTURES")
-FIXTURES = Path(_ENV) if _ENV else REPO / "tests" / "data" / "chatto-wire"
+FIXTURES = Path(_ENV) if _ENV else WIRE_FIXTURES
 
 if not (FIXTURES / "manifest.json").is_file():
     if _ENV:
