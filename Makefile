@@ -1,12 +1,13 @@
 # Two set-up commands on a fresh machine (see README):
 #   make demo   - the main job: local Chatto server + real Hermes gateway + scripted model
 #   make test   - the whole test suite
+#   make test-fast - unit + wire tests only (tests/unit, tests/wire; well under a minute)
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: venv test lint stress demo bench proto clean
+.PHONY: venv test test-fast lint stress demo bench proto clean
 
 # First run only (again when pyproject.toml changes): a venv with the package, hermes-agent and
 # the test tools. Each step says what it does; pip prints a line per package it fetches.
@@ -25,6 +26,10 @@ venv: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# The quick loop: the pure and wire layers (markers set per folder by tests/conftest.py).
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -m "unit or wire"
 
 # ruff (lint, then formatting) and mypy, configured in pyproject.toml; CI runs this.
 lint: $(STAMP)

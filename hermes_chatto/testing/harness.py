@@ -183,7 +183,7 @@ async def wait_until(
 
     A condition wait, not a fixed sleep: returns as soon as the condition holds. Raises
     ``exc`` (default ``TimeoutError``) naming ``what`` after ``timeout`` seconds (the test
-    kit's ``conftest.wait_for`` passes ``exc=AssertionError``)."""
+    suite's ``support.waits.wait_for`` passes ``exc=AssertionError``)."""
     deadline = time.monotonic() + timeout
     while True:
         v = pred()

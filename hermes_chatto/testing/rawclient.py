@@ -1,6 +1,6 @@
 """Minimal raw Chatto protocol clients (httpx + websockets, no project client modules).
 
-Used by the local server's conformance suite (``tests/test_local_server*.py``) and handy
+Used by the local server's conformance suite (``tests/server/test_local_server*.py``) and handy
 for acting as a person against any Chatto-compatible server from a script. They do no
 retries, no classification and no error mapping: they show the wire as it is.
 

@@ -1,0 +1,356 @@
+"""``python -m hermes_chatto.testing``: first lines are CHATTO_URL / CHATTO_BOT_KEY /
+CHATTO_USER_KEY / CHATTO_ADMIN_KEY, the server serves the demo world, ``--state`` keeps rooms,
+messages and keys across restarts, and each command (``status``, ``add-person``, ``post``,
+``read``, ``grant``, ``revoke``, ``rotate-key``) acts on a running server (one subprocess per
+module, commands through ``main(argv)``; effects checked over the real Chatto API)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import queue
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from hermes_chatto.testing import cli
+from hermes_chatto.testing.rawclient import RawRpc
+from support.paths import REPO
+
+
+
+class Proc:
+    def __init__(self, *args: str):
+        self.p = subprocess.Popen([sys.executable, "-m", "hermes_chatto.testing", *args], cwd=REPO,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.p.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def line(self, timeout: float = 20.0) -> str:
+        return self.lines.get(timeout=timeout)
+
+    def stop(self) -> int:
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGINT)
+        try:
+            return self.p.wait(15)
+        finally:
+            if self.p.poll() is None:
+                self.p.kill()
+
+
+def start(*args: str) -> tuple[Proc, dict[str, str]]:
+    proc = Proc(*args)
+    env = {}
+    for expected in ("CHATTO_URL", "CHATTO_BOT_KEY", "CHATTO_USER_KEY"):
+        name, _, value = proc.line().partition("=")
+        assert name == expected
+        env[name] = value
+    return proc, env
+
+
+def test_cli_prints_credentials_first_and_serves_the_demo_world(tmp_path):
+    proc, env = start("--host", "127.0.0.1", "--port", "0")
+    try:
+        assert env["CHATTO_URL"].startswith("http://127.0.0.1:") and not env["CHATTO_URL"].endswith(":0")
+        assert env["CHATTO_BOT_KEY"].startswith("cht_BK_U")
+        bot = RawRpc(env["CHATTO_URL"], env["CHATTO_BOT_KEY"])
+        me = bot.ok("ViewerService/GetViewer", {})["user"]["profile"]
+        assert me["login"] == "helper_bot" and me["displayName"] == "Ops Helper" and me["isBot"]
+        alice = RawRpc(env["CHATTO_URL"], env["CHATTO_USER_KEY"])
+        assert alice.ok("ViewerService/GetViewer", {})["user"]["profile"]["login"] == "alice"
+        rooms = {r["room"].get("name", ""): r for r in bot.ok("RoomDirectoryService/ListRooms", {})["rooms"]}
+        granted = {p["permission"] for p in rooms["general"]["viewerState"]["permissions"] if p.get("granted")}
+        assert {"message.post", "message.post-in-thread", "message.react", "message.attach", "room.join"} <= granted
+        dm = alice.ok("RoomService/StartDM", {"participantIds": [me["id"]]})["room"]
+        assert dm["kind"] == "ROOM_KIND_DM" and me["id"] in env["CHATTO_BOT_KEY"]
+    finally:
+        assert proc.stop() == 0
+
+
+def test_cli_state_file_survives_a_restart(tmp_path):
+    state = tmp_path / "chatto-state.json"
+    proc, env = start("--port", "0", "--state", str(state))
+    try:
+        alice = RawRpc(env["CHATTO_URL"], env["CHATTO_USER_KEY"])
+        general = next(r["room"]["id"] for r in alice.ok("RoomDirectoryService/ListRooms", {})["rooms"]
+                       if r["room"].get("name") == "general")
+        mid = alice.ok("MessageService/CreateMessage", {"roomId": general, "body": "remember me"})["message"]["id"]
+    finally:
+        assert proc.stop() == 0
+    assert state.exists()
+    proc2, env2 = start("--port", "0", "--state", str(state))
+    try:
+        assert env2["CHATTO_BOT_KEY"] == env["CHATTO_BOT_KEY"] and env2["CHATTO_USER_KEY"] == env["CHATTO_USER_KEY"]
+        bot = RawRpc(env2["CHATTO_URL"], env2["CHATTO_BOT_KEY"])
+        got = bot.ok("MessageService/GetMessage", {"roomId": general, "eventId": mid})["message"]
+        assert got["body"] == "remember me"
+    finally:
+        assert proc2.stop() == 0
+
+
+# ------------------------------------------------------------------------------ commands
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One ``serve`` subprocess with ``--env-file``; yields its CHATTO_* values and the env file."""
+    env_file = tmp_path_factory.mktemp("cli") / "chatto.env"
+    env_file.write_text("CHATTO_ALLOW_ALL_USERS=true\n")
+    proc = Proc("serve", "--port", "0", "--env-file", str(env_file))
+    env = {}
+    try:
+        for expected in cli.ENV_KEYS:
+            name, _, value = proc.line().partition("=")
+            assert name == expected
+            env[name] = value
+        yield env, env_file
+    finally:
+        assert proc.stop() == 0
+
+
+def run(server, *argv: str) -> int:
+    """``main([... , --url, --admin-key])`` against the module's server."""
+    env, _ = server
+    return cli.main([*argv, "--url", env["CHATTO_URL"], "--admin-key", env["CHATTO_ADMIN_KEY"]])
+
+
+def out_of(capsys, server, *argv: str, code: int = 0) -> str:
+    capsys.readouterr()
+    assert run(server, *argv) == code
+    return capsys.readouterr().out
+
+
+def rooms_of(rpc: RawRpc) -> dict[str, dict]:
+    return {r["room"].get("name", ""): r for r in rpc.ok("RoomDirectoryService/ListRooms", {})["rooms"]}
+
+
+def test_serve_writes_the_env_file_keeping_other_lines(server):
+    env, env_file = server
+    lines = env_file.read_text().splitlines()
+    assert lines[0] == "CHATTO_ALLOW_ALL_USERS=true"
+    assert {f"{k}={v}" for k, v in env.items()} <= set(lines)
+    assert oct(env_file.stat().st_mode & 0o777) == "0o600"
+    # the home channel is #general (so Hermes does not open chats with a "no home channel" notice)
+    general = rooms_of(RawRpc(env["CHATTO_URL"], env["CHATTO_USER_KEY"]))["general"]["room"]["id"]
+    assert env["CHATTO_HOME_CHANNEL"] == general
+
+
+def test_status_lists_people_rooms_and_bot_permissions(server, capsys):
+    text = out_of(capsys, server, "status")
+    assert "alice" in text and "helper_bot" in text and "#general" in text
+    assert "bot helper_bot: offline" in text
+    assert "message.post-in-thread" in text
+    data = json.loads(out_of(capsys, server, "status", "--json"))
+    general = next(r for r in data["rooms"] if r["name"] == "general")
+    assert {"message.post", "message.post-in-thread"} <= set(general["bot_permissions"])
+
+
+def test_add_person_creates_a_working_account_in_general(server, capsys):
+    env, _ = server
+    text = out_of(capsys, server, "add-person", "carol", "--name", "Carol")
+    token = next(ln.partition("=")[2] for ln in text.splitlines() if ln.startswith("CHATTO_USER_KEY="))
+    carol = RawRpc(env["CHATTO_URL"], token)
+    me = carol.ok("ViewerService/GetViewer", {})["user"]["profile"]
+    assert me["login"] == "carol" and me["displayName"] == "Carol" and not me.get("isBot")
+    general = rooms_of(carol)["general"]
+    carol.ok("MessageService/CreateMessage", {"roomId": general["room"]["id"], "body": "carol here"})
+    # a taken login is refused with the reason
+    assert run(server, "add-person", "carol") == 1
+    assert "taken" in capsys.readouterr().err
+
+
+def test_post_as_a_person_in_a_room_a_thread_and_a_dm(server, capsys):
+    env, _ = server
+    bot = RawRpc(env["CHATTO_URL"], env["CHATTO_BOT_KEY"])
+    general = rooms_of(bot)["general"]["room"]["id"]
+    root = out_of(capsys, server, "post", "--as", "alice", "--room", "general", "@helper_bot cli root").strip()
+    got = bot.ok("MessageService/GetMessage", {"roomId": general, "eventId": root})["message"]
+    assert got["body"] == "@helper_bot cli root" and "threadRootEventId" not in got
+    reply = out_of(capsys, server, "post", "--thread", root, "cli reply").strip()
+    got = bot.ok("MessageService/GetMessage", {"roomId": general, "eventId": reply})["message"]
+    assert got["threadRootEventId"] == root and got["body"] == "cli reply"
+    dm = json.loads(out_of(capsys, server, "post", "--room", "dm:alice", "hello in the DM", "--json"))
+    assert dm["message"]["room_id"] != general and dm["message"]["author"] == "alice"
+    # refused by Chatto's rules: the message is not posted, the reason is printed
+    assert run(server, "post", "--thread", "Enosuchmessage01", "x") == 1
+    assert "error:" in capsys.readouterr().err
+
+
+def test_read_room_and_thread(server, capsys):
+    root = out_of(capsys, server, "post", "read me root").strip()
+    out_of(capsys, server, "post", "--thread", root, "read me reply")
+    room_text = out_of(capsys, server, "read")
+    assert f"{root}  " in room_text and "alice [1 reply]: read me root" in room_text
+    assert "read me reply" not in room_text  # replies live in the thread
+    thread = out_of(capsys, server, "read", "--thread", root)
+    lines = thread.splitlines()
+    assert lines[0].startswith(root) and lines[1].startswith("  ↳ ") and lines[1].endswith("alice: read me reply")
+    data = json.loads(out_of(capsys, server, "read", "--thread", root, "--json", "--limit", "1"))
+    assert [m["body"] for m in data["messages"]] == ["read me reply"]
+
+
+def test_read_waits_for_the_bots_reply(server, capsys):
+    env, _ = server
+    bot = RawRpc(env["CHATTO_URL"], env["CHATTO_BOT_KEY"])
+    general = rooms_of(bot)["general"]["room"]["id"]
+    root = out_of(capsys, server, "post", "@helper_bot wait for me").strip()
+    assert run(server, "read", "--thread", root, "--wait-for-bot", "0.3") == 1
+    assert "no reply from a bot" in capsys.readouterr().err
+    posted = threading.Event()
+
+    def answer_later():
+        # answers once the waiting read has started (its first poll came back without a reply)
+        bot.ok("MessageService/CreateMessage", {"roomId": general, "body": "the answer",
+                                                 "threadRootEventId": root})
+        posted.set()
+
+    timer = threading.Timer(0.5, answer_later)
+    timer.start()
+    try:
+        text = out_of(capsys, server, "read", "--thread", root, "--wait-for-bot", "20")
+    finally:
+        timer.join()
+    assert posted.is_set() and text.splitlines()[-1].endswith("helper_bot [bot]: the answer")
+
+
+def test_grant_and_revoke_a_permission_for_the_bot(server, capsys):
+    env, _ = server
+    bot = RawRpc(env["CHATTO_URL"], env["CHATTO_BOT_KEY"])
+    general = rooms_of(bot)["general"]["room"]["id"]
+    root = out_of(capsys, server, "post", "@helper_bot permissions").strip()
+    body = {"roomId": general, "body": "in thread", "threadRootEventId": root}
+    try:
+        text = out_of(capsys, server, "revoke", "message.post-in-thread", "--room", "general")
+        assert "revoked message.post-in-thread for helper_bot in general" in text
+        status, data, _ = RawRpc(env["CHATTO_URL"], env["CHATTO_BOT_KEY"]).call(
+            "chatto.api.v1.MessageService/CreateMessage", body)
+        assert status == 403 and data["code"] == "permission_denied"
+        granted = {p["permission"] for p in rooms_of(bot)["general"]["viewerState"]["permissions"]
+                   if p.get("granted")}
+        assert "message.post-in-thread" not in granted
+    finally:
+        text = out_of(capsys, server, "grant", "message.post-in-thread", "--room", "general")
+    assert "granted message.post-in-thread" in text
+    bot.ok("MessageService/CreateMessage", body)
+    # an unknown permission is refused with the known ones listed; a room is required
+    assert run(server, "grant", "message.bogus", "--room", "general") == 1
+    assert "unknown permission message.bogus" in capsys.readouterr().err
+    assert run(server, "grant", "message.post") == 2
+    assert "--room" in capsys.readouterr().err
+
+
+def test_rotate_key_kills_the_old_key_and_updates_the_env_file(server, capsys):
+    env, env_file = server
+    old = env["CHATTO_BOT_KEY"]
+    text = out_of(capsys, server, "rotate-key")
+    new = text.strip().partition("=")[2]
+    assert text.startswith("CHATTO_BOT_KEY=") and new != old and new.startswith("cht_BK_")
+    status, _, _ = RawRpc(env["CHATTO_URL"], old).call("chatto.api.v1.ViewerService/GetViewer", {})
+    assert status == 401
+    assert RawRpc(env["CHATTO_URL"], new).ok("ViewerService/GetViewer", {})["user"]["profile"]["login"] == "helper_bot"
+    env["CHATTO_BOT_KEY"] = new  # later tests act as the bot with the new key
+    assert f"CHATTO_BOT_KEY={new}" in env_file.read_text().splitlines()
+    assert "CHATTO_ALLOW_ALL_USERS=true" in env_file.read_text()
+
+
+def test_connection_problems_are_one_line_errors(server, capsys, monkeypatch):
+    env, _ = server
+    monkeypatch.delenv("CHATTO_URL", raising=False)
+    monkeypatch.delenv("CHATTO_ADMIN_KEY", raising=False)
+    assert cli.main(["status"]) == 2
+    assert "CHATTO_URL" in capsys.readouterr().err
+    assert cli.main(["status", "--url", env["CHATTO_URL"], "--admin-key", "wrong"]) == 1
+    assert "wrong admin key" in capsys.readouterr().err
+    assert cli.main(["status", "--url", "http://127.0.0.1:9", "--admin-key", "k", "--timeout", "2"]) == 2
+    assert "cannot reach the local server" in capsys.readouterr().err
+    # the environment variables serve prints are enough
+    monkeypatch.setenv("CHATTO_URL", env["CHATTO_URL"])
+    monkeypatch.setenv("CHATTO_ADMIN_KEY", env["CHATTO_ADMIN_KEY"])
+    assert cli.main(["status"]) == 0
+
+
+def test_missing_server_extra_is_named_in_one_line():
+    code = ("import sys; sys.modules['starlette'] = None; sys.modules['uvicorn'] = None\n"
+            "from hermes_chatto.testing.cli import main; raise SystemExit(main(['serve']))")
+    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "[server] extra" in lines[0] and "pip install 'hermes-chatto[server]'" in lines[0]
+
+
+def _walk(parser: argparse.ArgumentParser, path: str = ""):
+    yield path or "(top)", parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _walk(sub, f"{path} {name}".strip())
+
+
+def test_help_describes_every_option_with_its_default(capsys):
+    seen = set()
+    for path, parser in _walk(cli.build_parser()):
+        if path != "(top)":
+            assert parser.description, f"{path}: no description"
+        for a in parser._actions:
+            if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) or not a.option_strings:
+                continue
+            assert a.help and "default" in a.help, f"{path} {a.option_strings}: help without a default"
+        seen.add(path)
+    assert set(cli.COMMANDS) <= seen
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    for command in cli.COMMANDS:
+        assert f"    {command}" in text  # each command listed with its one-line help
+
+
+def test_model_command_serves_the_scripted_model():
+    import httpx
+
+    proc = Proc("model", "--port", "0")
+    try:
+        name, _, url = proc.line().partition("=")
+        assert name == "MODEL_BASE_URL" and url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+        assert proc.line() == "MODEL_NAME=fake-model"
+        models = httpx.get(url + "/models", timeout=10).json()
+        assert [m["id"] for m in models["data"]] == ["fake-model"]
+    finally:
+        assert proc.stop() == 0
+
+
+def test_status_waits_until_the_bot_is_online(server, capsys):
+    """``status --wait-for-bot`` returns once the bot holds a caught-up realtime socket."""
+    import asyncio
+
+    from hermes_chatto.testing.rawclient import RawRealtime
+
+    env, _ = server
+    assert run(server, "status", "--wait-for-bot", "0.3") == 1
+    assert "did not come online" in capsys.readouterr().err
+    done = threading.Event()
+
+    def bot_online():
+        async def go():
+            rt = await RawRealtime("ws" + env["CHATTO_URL"][4:] + "/api/realtime", env["CHATTO_BOT_KEY"]).connect()
+            await rt.handshake()
+            await asyncio.to_thread(done.wait, 30)
+            await rt.close()
+        asyncio.run(go())
+
+    th = threading.Thread(target=bot_online, daemon=True)
+    th.start()
+    try:
+        text = out_of(capsys, server, "status", "--wait-for-bot", "20")
+        assert "bot helper_bot: online (1 realtime connection)" in text
+    finally:
+        done.set()
+        th.join(10)
