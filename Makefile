@@ -38,7 +38,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 # The exactly-once cases under CPU contention and seeded scheduling jitter
-# (tests/stress_plugin.py): STRESS_ROUNDS rounds, round i with seed STRESS_SEED+i, each bounded
+# (tests/support/stress.py): STRESS_ROUNDS rounds, round i with seed STRESS_SEED+i, each bounded
 # by STRESS_ROUND_TIMEOUT s; stops at the first failing round and prints the seed to replay.
 STRESS_ROUNDS        ?= 20
 STRESS_SEED          ?= 1000
@@ -50,7 +50,7 @@ stress: $(STAMP)
 	  seed=$$(( $(STRESS_SEED) + i )); \
 	  echo "==> stress round $$i/$(STRESS_ROUNDS) (CHATTO_STRESS_SEED=$$seed)"; \
 	  CHATTO_STRESS_SEED=$$seed PYTHONPATH=tests timeout $(STRESS_ROUND_TIMEOUT) \
-	    $(PY) -m pytest -q -p no:cacheprovider -p stress_plugin -k "$(STRESS_K)" $(STRESS_TESTS) \
+	    $(PY) -m pytest -q -p no:cacheprovider -p support.stress -k "$(STRESS_K)" $(STRESS_TESTS) \
 	    || { echo "stress round $$i FAILED: replay with CHATTO_STRESS_SEED=$$seed"; exit 1; }; \
 	done; echo "==> stress: $(STRESS_ROUNDS) rounds passed"
 

@@ -1,7 +1,7 @@
 """pytest plugin behind ``make stress``: the exactly-once cases under CPU contention and
 seeded scheduling jitter (issue 18: a race that an idle machine hides).
 
-Loaded with ``-p stress_plugin`` (``tests/`` on ``sys.path``). While loaded:
+Loaded with ``-p support.stress`` (``tests/`` on ``sys.path``: pyproject's pythonpath). While loaded:
 
 * ``CHATTO_STRESS_BURNERS`` (default 1) CPU-bound processes spin for the whole session, so
   the gateway's event loop is preempted the way it is on a busy host;

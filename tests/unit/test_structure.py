@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support.paths import REPO
 
-PKG = Path(__file__).resolve().parent.parent / "hermes_chatto"
+PKG = REPO / "hermes_chatto"
 MAX_CLASS_LINES = 450
 MAX_FUNCTION_LINES = 80
 MAX_ADAPTER_LINES = 450
