@@ -37,8 +37,7 @@ class GatedModel(ScriptedModel):
     def _record(self, req):
         super()._record(req)
         msgs = req.messages
-        if (req.is_chat and req.stream and msgs and msgs[-1].get("role") == "user"
-                and not self.held.is_set()):
+        if req.is_chat and req.stream and msgs and msgs[-1].get("role") == "user" and not self.held.is_set():
             self.held.set()
             self.release.wait(30)
 
@@ -54,8 +53,12 @@ async def h(monkeypatch):
         hist = kw.get("conversation_history")
         if hist is None and len(a) >= 2:
             hist = a[1]
-        run = {"message": user_message, "history": [dict(m) for m in (hist or [])],
-               "session_id": getattr(self, "session_id", None), "result": None}
+        run = {
+            "message": user_message,
+            "history": [dict(m) for m in (hist or [])],
+            "session_id": getattr(self, "session_id", None),
+            "result": None,
+        }
         runs.append(run)
         run["result"] = orig(self, user_message, *a, **kw)
         return run["result"]
@@ -75,8 +78,9 @@ async def h(monkeypatch):
         # (this pytest process imported Hermes under another HERMES_HOME)
         def discover() -> None:
             monkeypatch.setenv("HERMES_HOME", str(hs.home))
-            from hermes_chatto.config import clear_settings_cache
             from hermes_cli.plugins import discover_plugins
+
+            from hermes_chatto.config import clear_settings_cache
 
             clear_settings_cache()
             discover_plugins(force=True)

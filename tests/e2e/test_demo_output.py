@@ -15,32 +15,39 @@ from hermes_chatto.testing.demo import context_section
 from hermes_chatto.testing.harness import Turn
 from hermes_chatto.testing.scripted_model import ModelRequest, parse_reply
 from hermes_chatto.wire.types import ChattoMessage
+
 from support.paths import REPO
 
-
-CONTEXT = ("[Earlier in this thread]\n"
-           "(Messages of this thread not yet in this conversation, oldest first.)\n"
-           "> Ops Helper (you) · 10:02: Nightly build report: 1 failed\n"
-           "\n"
-           "[New message]\n"
-           "[Alice] why did it fail?")
+CONTEXT = (
+    "[Earlier in this thread]\n"
+    "(Messages of this thread not yet in this conversation, oldest first.)\n"
+    "> Ops Helper (you) · 10:02: Nightly build report: 1 failed\n"
+    "\n"
+    "[New message]\n"
+    "[Alice] why did it fail?"
+)
 
 
 def _msg(**kw) -> ChattoMessage:
-    base = dict(event_id="Etrig0000000001", room_id="Rgen00000000001", author_id="Ualice000000001", body="why?")
+    base = {"event_id": "Etrig0000000001", "room_id": "Rgen00000000001", "author_id": "Ualice000000001", "body": "why?"}
     base.update(kw)
     return ChattoMessage(**base)
 
 
 def test_context_section_is_the_model_input_verbatim():
-    req = ModelRequest(0.0, "POST", "/v1/chat/completions",
-                       {"stream": True, "messages": [{"role": "system", "content": "sys"},
-                                                     {"role": "user", "content": CONTEXT}]})
-    turns = [Turn("cron-reply", "Rgen00000000001", _msg(thread_root_event_id="Eroot0000000001"), requests=[req]),
-             Turn("dm", "Rdm000000000001", _msg(room_id="Rdm000000000001", body="hi"))]
+    req = ModelRequest(
+        0.0,
+        "POST",
+        "/v1/chat/completions",
+        {"stream": True, "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": CONTEXT}]},
+    )
+    turns = [
+        Turn("cron-reply", "Rgen00000000001", _msg(thread_root_event_id="Eroot0000000001"), requests=[req]),
+        Turn("dm", "Rdm000000000001", _msg(room_id="Rdm000000000001", body="hi")),
+    ]
     lines = context_section(turns, lambda uid: "Alice (@alice)", "Rgen00000000001")
     assert lines[0] == "turn 1 [cron-reply] Alice (@alice) → #general (thread): why?"
-    assert lines[1:1 + len(CONTEXT.splitlines())] == ["    │ " + ln for ln in CONTEXT.splitlines()]
+    assert lines[1 : 1 + len(CONTEXT.splitlines())] == ["    │ " + ln for ln in CONTEXT.splitlines()]
     assert "    │ [New message]" in lines  # the marker the step view shows is not dropped
     assert lines[-2:] == ["turn 2 [dm] Alice (@alice) → DM: hi", "    │ (model not called)"]
 
@@ -49,8 +56,14 @@ def test_context_section_is_the_model_input_verbatim():
 def test_demo_run_prints_readable_replies_consistent_names_and_exact_context(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHATTO_")}
     env["PYTHONPATH"] = str(REPO)
-    proc = subprocess.run([sys.executable, "-m", "hermes_chatto.testing.demo", "--inprocess"], cwd=str(REPO),
-                          env=env, capture_output=True, text=True, timeout=220)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hermes_chatto.testing.demo", "--inprocess"],
+        cwd=str(REPO),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=220,
+    )
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-2000:]
     transcript = out.split("Transcript of the Chatto rooms", 1)[1].split("Per turn:", 1)[0]
@@ -70,7 +83,7 @@ def test_demo_run_prints_readable_replies_consistent_names_and_exact_context(tmp
 
     # per turn: the block, the [New message] line and the trigger exactly as delivered
     cron = per_turn.split("turn 3 [cron-reply]", 1)[1].split("\nturn 4", 1)[0]
-    rows = [ln[len("    │ "):] if ln.startswith("    │ ") else ln for ln in cron.splitlines()[1:]]
+    rows = [ln[len("    │ ") :] if ln.startswith("    │ ") else ln for ln in cron.splitlines()[1:]]
     assert rows[0] == "[Earlier in this thread]"
     assert rows[-3:] == ["", "[New message]", "[Alice] Why did test_upload_resume fail? Is it flaky?"]
     assert any(r.startswith("> Ops Helper (you) · ") and "Nightly build report #1842" in r for r in rows)

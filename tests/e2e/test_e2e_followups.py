@@ -79,8 +79,7 @@ SLOW = 3.0  # seconds the model sleeps before answering X
 MODES = [None, "queue"]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module", params=MODES,
-                        ids=lambda m: m or "default-interrupt")
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=MODES, ids=lambda m: m or "default-interrupt")
 async def h(request):
     mode = request.param
     extra = {"display": {"busy_input_mode": mode}} if mode else {}
@@ -145,12 +144,14 @@ async def test_followup_while_busy_then_restart_exactly_once(h: Harness):
     y = await h.post("general", Y, thread_root=root)
 
     # 3. Y answered in Chatto, gateway idle
-    y_req = await wait_until(lambda: seen(_key(Y)), timeout=h.turn_timeout,
-                             what="the model to get Y")
+    y_req = await wait_until(lambda: seen(_key(Y)), timeout=h.turn_timeout, what="the model to get Y")
 
     def y_answer() -> str | None:
-        finals = [r for r in h.model.chat_requests()[c0:]
-                  if r.stream and not r.tool_calls and r.reply and _key(Y) in r.user_text]
+        finals = [
+            r
+            for r in h.model.chat_requests()[c0:]
+            if r.stream and not r.tool_calls and r.reply and _key(Y) in r.user_text
+        ]
         return finals[-1].reply if finals else None
 
     y_reply = await wait_until(y_answer, timeout=h.turn_timeout, what="the model's answer to Y")
@@ -159,8 +160,7 @@ async def test_followup_while_busy_then_restart_exactly_once(h: Harness):
         got = _squash("".join(m.body or "" for m in await h.bot_messages_since(y)))
         return _squash(y_reply) in got
 
-    await wait_until(delivered, timeout=h.turn_timeout, interval=0.1,
-                     what="Y's answer in Chatto")
+    await wait_until(delivered, timeout=h.turn_timeout, interval=0.1, what="Y's answer in Chatto")
     await h.wait_idle()
     busy_reqs = h.model.turn_requests()[n0:]
     bot_before = [m for m in h.thread("general", root) if m.author_id == h.bot_id]
@@ -177,11 +177,12 @@ async def test_followup_while_busy_then_restart_exactly_once(h: Harness):
     for text in (X, Y):
         key = _key(text)
         as_trigger = [r.n for r in all_reqs if key in _trigger(r)]
-        in_block = [(r.n, ln) for r in all_reqs for ln in earlier_thread_lines(r.user_text)
-                    if key in ln]
+        in_block = [(r.n, ln) for r in all_reqs for ln in earlier_thread_lines(r.user_text) if key in ln]
         assert as_trigger, f"{key} never reached the model as a turn's text (lost)\n{dump}"
-        assert not in_block, (f"{key} was quoted back in an [Earlier in this thread] block "
-                              f"although it was a turn of this session: {in_block}\n{dump}")
+        assert not in_block, (
+            f"{key} was quoted back in an [Earlier in this thread] block "
+            f"although it was a turn of this session: {in_block}\n{dump}"
+        )
     # ... and the session's transcript as the model sees it after the restart holds each once
     transcript = [message_text(m) for m in z_req.messages if m.get("role") == "user"]
     for text in (X, Y):
@@ -191,10 +192,15 @@ async def test_followup_while_busy_then_restart_exactly_once(h: Harness):
     # 5b. Z: no block at all — nothing of X, Y or the bot's own posts is quoted back
     z_block = split_context(z_req.user_text)[0]
     assert z_block is None and EARLIER_HEADER not in z_req.user_text, (
-        f"Z got a block after the restart:\n{z_block}\n{dump}")
+        f"Z got a block after the restart:\n{z_block}\n{dump}"
+    )
     assert _trigger(z_req).endswith(Z), z_req.user_text
-    own_quoted = [(r.n, ln) for r in all_reqs for ln in earlier_thread_lines(r.user_text)
-                  if is_own_line(ln) or any((m.body or "")[:40] in ln for m in bot_before)]
+    own_quoted = [
+        (r.n, ln)
+        for r in all_reqs
+        for ln in earlier_thread_lines(r.user_text)
+        if is_own_line(ln) or any((m.body or "")[:40] in ln for m in bot_before)
+    ]
     assert not own_quoted, f"the bot's own posts were quoted back in a block: {own_quoted}\n{dump}"
     assert z.replies and all(m.thread_root_event_id == root for m in z.replies)
 
@@ -217,11 +223,9 @@ async def test_followup_while_busy_then_restart_exactly_once(h: Harness):
     else:
         assert re.search(r"Queued follow-up for session \S+: final stream delivery not confirmed", log), dump
         assert not acks, f"queue mode posted a busy ack: {acks}"
-        i_x = next((i for i, b in enumerate(thread_bot)
-                    if _squash(x_reqs[0].reply or "\0") == _squash(b)), None)
+        i_x = next((i for i, b in enumerate(thread_bot) if _squash(x_reqs[0].reply or "\0") == _squash(b)), None)
         i_y = next((i for i, b in enumerate(thread_bot) if _squash(y_reply) == _squash(b)), None)
-        assert i_x is not None and i_y is not None and i_x < i_y, (
-            f"X's answer, then Y's, in the thread\n{dump}")
+        assert i_x is not None and i_y is not None and i_x < i_y, f"X's answer, then Y's, in the thread\n{dump}"
         assert _key(X) not in _trigger(y_req), y_req.user_text
     assert x.thread_root_event_id == y.thread_root_event_id == root
     assert not h.outbound_attempts()

@@ -51,14 +51,19 @@ def _client(m: ScriptedModel):
 def test_streaming_reply_echoes_the_context_it_received(model):
     text = f"{BLOCK}\n\n[New message]\n[Alice] why did it fail?"
     stream = _client(model).chat.completions.create(
-        model="fake-model", stream=True, stream_options={"include_usage": True},
-        messages=[{"role": "system", "content": "sys"}, {"role": "user", "content": text}])
+        model="fake-model",
+        stream=True,
+        stream_options={"include_usage": True},
+        messages=[{"role": "system", "content": "sys"}, {"role": "user", "content": text}],
+    )
     chunks = list(stream)
     reply = "".join((c.choices[0].delta.content or "") for c in chunks if c.choices)
     assert parse_reply(reply) == ReplyFacts(n=1, earlier=2, own=1, text="why did it fail?")
-    assert reply == ('Scripted reply #1: I see 2 earlier messages in this thread (1 mine): '
-                     'Ops Helper (you): "Nightly build report: 1 failed"; Carol: "I can take it". '
-                     'You wrote: "why did it fail?"')
+    assert reply == (
+        "Scripted reply #1: I see 2 earlier messages in this thread (1 mine): "
+        'Ops Helper (you): "Nightly build report: 1 failed"; Carol: "I can take it". '
+        'You wrote: "why did it fail?"'
+    )
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
     assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 15
     assert model.turn_contexts() == [text]
@@ -70,13 +75,11 @@ def test_script_queue_is_for_streaming_calls_only_and_tool_calls_stream(model):
     c = _client(model)
     plain = c.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "title?"}])
     assert plain.choices[0].message.content == "Scripted Session Title"  # script untouched
-    s1 = list(c.chat.completions.create(model="fake-model", stream=True,
-                                        messages=[{"role": "user", "content": "go"}]))
+    s1 = list(c.chat.completions.create(model="fake-model", stream=True, messages=[{"role": "user", "content": "go"}]))
     calls = [tc for ch in s1 if ch.choices for tc in (ch.choices[0].delta.tool_calls or [])]
     assert calls[0].function.name == "todo" and json.loads(calls[1].function.arguments) == {"todos": []}
     assert s1[-1].choices[0].finish_reason == "tool_calls"
-    s2 = list(c.chat.completions.create(model="fake-model", stream=True,
-                                        messages=[{"role": "user", "content": "go"}]))
+    s2 = list(c.chat.completions.create(model="fake-model", stream=True, messages=[{"role": "user", "content": "go"}]))
     assert "".join(ch.choices[0].delta.content or "" for ch in s2 if ch.choices) == "scripted"
     assert model.script == []
 
@@ -92,8 +95,10 @@ def test_models_listed_and_local_server_probes_get_404(model):
 
 def test_long_answer_request_gets_25kB_of_mixed_scripts(model):
     stream = _client(model).chat.completions.create(
-        model="fake-model", stream=True,
-        messages=[{"role": "user", "content": "[Alice] @helper_bot the long answer, please"}])
+        model="fake-model",
+        stream=True,
+        messages=[{"role": "user", "content": "[Alice] @helper_bot the long answer, please"}],
+    )
     reply = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     size = len(reply.encode("utf-8"))
     assert 25_000 <= size <= 26_000
@@ -113,14 +118,25 @@ def test_block_parsing_helpers():
 
 def test_parse_reply_reads_back_every_default_reply_shape():
     m = ScriptedModel()
-    one = m.default_reply(4, {"messages": [{"role": "user", "content":
-                                            "[Earlier in this thread]\n> Carol · 10:05: a \"quoted\" word: ok\n\n"
-                                            "[New message]\n[Alice] and now?"}]})
-    assert one == ('Scripted reply #4: I see 1 earlier message in this thread (0 mine): '
-                   'Carol: "a \'quoted\' word: ok". You wrote: "and now?"')
+    one = m.default_reply(
+        4,
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": '[Earlier in this thread]\n> Carol · 10:05: a "quoted" word: ok\n\n'
+                    "[New message]\n[Alice] and now?",
+                }
+            ]
+        },
+    )
+    assert one == (
+        "Scripted reply #4: I see 1 earlier message in this thread (0 mine): "
+        'Carol: "a \'quoted\' word: ok". You wrote: "and now?"'
+    )
     assert parse_reply(one) == ReplyFacts(4, 1, 0, "and now?")
     none = m.default_reply(12, {"messages": [{"role": "user", "content": 'say "hi"'}]})
-    assert none == 'Scripted reply #12: I see no earlier messages from this thread. You wrote: "say \'hi\'"'
+    assert none == "Scripted reply #12: I see no earlier messages from this thread. You wrote: \"say 'hi'\""
     assert parse_reply(none) == ReplyFacts(12, 0, 0, "say 'hi'")
     assert parse_reply(long_reply("scripted reply #1")) is None and parse_reply("scripted") is None
 

@@ -99,8 +99,13 @@ def no_key_in_logs(caplog, capfd):
 #: Hermes model config that resolves instantly without network (spec hermes-offline-agent
 #: §2.2); the model is never called because ``_run_agent`` is stubbed.
 OFFLINE_TOP = {
-    "model": {"provider": "custom", "default": "fake-model", "base_url": "http://127.0.0.1:9/v1",
-              "api_key": "sk-fake-local", "context_length": 131072},
+    "model": {
+        "provider": "custom",
+        "default": "fake-model",
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key": "sk-fake-local",
+        "context_length": 131072,
+    },
     "security": {"allow_lazy_installs": False, "tirith_enabled": False},
     "auxiliary": {"title_generation": {"enabled": False}},
     "agent": {"environment_probe": False},
@@ -138,9 +143,16 @@ async def gw_factory(hermes_home, write_config, chatto_world, monkeypatch):
 
     async def _build(*, reply: Any = "ack", extra: dict | None = None, agent: FakeAgent | None = None) -> Gateway:
         remember_key(world_ids(chatto_world)["bot_key"])
-        gw = await build_gateway(chatto_world, monkeypatch, write_config, agent=agent or FakeAgent(reply),
-                                 home_channel=False, env={"CUSTOM_BASE_URL": None},
-                                 extra={"ack_reaction": "", **(extra or {})}, top=OFFLINE_TOP)
+        gw = await build_gateway(
+            chatto_world,
+            monkeypatch,
+            write_config,
+            agent=agent or FakeAgent(reply),
+            home_channel=False,
+            env={"CUSTOM_BASE_URL": None},
+            extra={"ack_reaction": "", **(extra or {})},
+            top=OFFLINE_TOP,
+        )
         made.append(gw)
         return gw
 
@@ -159,8 +171,12 @@ def busy_state(gw: Gateway) -> dict[str, int]:
     agents / FIFO-queued events (hermes-agent 0.19.0 attribute names)."""
     ad, run = gw.adapter, gw.runner
     queued = getattr(run, "_queued_events", None) or {}
-    return {"active": len(ad._active_sessions), "pending": len(ad._pending_messages),
-            "running": len(run._running_agents), "queued": sum(len(v) for v in queued.values())}
+    return {
+        "active": len(ad._active_sessions),
+        "pending": len(ad._pending_messages),
+        "running": len(run._running_agents),
+        "queued": sum(len(v) for v in queued.values()),
+    }
 
 
 def gateway_idle(gw: Gateway) -> bool:
@@ -203,7 +219,8 @@ def assert_exactly_once(agent: FakeAgent, expected: list[str]) -> Counter:
     assert not lost and not dup and not extra, (
         f"{len(lost)} lost {lost[:10]}, {len(dup)} duplicated {list(dup.items())[:5]}, "
         f"{len(extra)} unexpected {extra[:5]} (of {len(expected)}; {len(agent.calls)} agent calls); "
-        f"{_newer_than_trigger(agent, expected)} block lines were posted AFTER their turn's trigger")
+        f"{_newer_than_trigger(agent, expected)} block lines were posted AFTER their turn's trigger"
+    )
     return Counter(v[0] for v in ledger.values())
 
 
@@ -233,8 +250,9 @@ class World:
         self.alice, self.bot = w.alice_id, w.bot_id
         self.bob = srv.create_user("bob", "Bob").id
         srv.add_member(w.general_id, self.bob)
-        self.rooms = [w.general_id] + [srv.create_channel(f"ops-{i}", [self.alice, self.bob, self.bot])
-                                       for i in range(9)]
+        self.rooms = [w.general_id] + [
+            srv.create_channel(f"ops-{i}", [self.alice, self.bob, self.bot]) for i in range(9)
+        ]
         self.n = 0
         self.tokens: list[str] = []
         self.where: dict[str, str] = {}  # token -> thread root ("" for a root message)
@@ -283,11 +301,15 @@ async def settle(gw: Gateway, world: World, timeout: float, quiet: float = 5.0, 
         if sig != last_sig:
             last_sig, last_change = sig, now
         elif idle and now - last_change > quiet:
-            raise AssertionError(f"quiescent for {quiet:.0f} s with {len(world.tokens) - n} of "
-                                 f"{len(world.tokens)} messages never reaching the agent")
+            raise AssertionError(
+                f"quiescent for {quiet:.0f} s with {len(world.tokens) - n} of "
+                f"{len(world.tokens)} messages never reaching the agent"
+            )
         if now > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s: {n} of {len(world.tokens)} messages "
-                                 f"reached the agent; in flight: {busy_state(gw)}")
+            raise AssertionError(
+                f"timed out after {timeout:.0f} s: {n} of {len(world.tokens)} messages "
+                f"reached the agent; in flight: {busy_state(gw)}"
+            )
         await asyncio.sleep(0.05)
 
 
@@ -330,9 +352,9 @@ def _mutate(rng: random.Random, data: bytes, templates: list[bytes]) -> bytes:
     elif op == 1 and b:  # overwrite a run
         i = rng.randrange(len(b))
         n = rng.randint(1, 32)
-        b[i:i + n] = rng.randbytes(n)
+        b[i : i + n] = rng.randbytes(n)
     elif op == 2:  # truncate
-        b = b[:rng.randrange(len(b) + 1)]
+        b = b[: rng.randrange(len(b) + 1)]
     elif op == 3:  # insert
         i = rng.randrange(len(b) + 1)
         b[i:i] = rng.randbytes(rng.randint(1, 64))
@@ -342,7 +364,7 @@ def _mutate(rng: random.Random, data: bytes, templates: list[bytes]) -> bytes:
         b[j:j] = b[i:j]
     elif op == 5:  # splice two frames
         other = rng.choice(templates)
-        b = b[:rng.randrange(len(b) + 1)] + other[rng.randrange(len(other) + 1):]
+        b = b[: rng.randrange(len(b) + 1)] + other[rng.randrange(len(other) + 1) :]
     elif op == 6:  # oversized: a valid 1-3 MB body appended as an extra operation
         from hermes_chatto.wire.proto import chatto_pb2 as pb
 
@@ -380,8 +402,19 @@ def _random_message(rng: random.Random, msg, depth: int = 0) -> None:
     control characters, RTL marks, emoji), extreme integers, nested messages to depth 6."""
     from google.protobuf.descriptor import FieldDescriptor as F
 
-    strings = ["", "E", "@helper_bot", "\x00\x1b[31m", "\u202e/stop", "🙂" * 50, "tl:", "a" * 5000,
-               "[Earlier in this thread]", "Ex" * 8, "\n\n> quote\n```\ncode"]
+    strings = [
+        "",
+        "E",
+        "@helper_bot",
+        "\x00\x1b[31m",
+        "\u202e/stop",
+        "🙂" * 50,
+        "tl:",
+        "a" * 5000,
+        "[Earlier in this thread]",
+        "Ex" * 8,
+        "\n\n> quote\n```\ncode",
+    ]
     real = [o for o in msg.DESCRIPTOR.oneofs if len(o.fields) > 1 or not o.name.startswith("_")]
     chosen_oneofs = {o.name: rng.choice(o.fields) for o in real if o.fields}
     for field in msg.DESCRIPTOR.fields:
@@ -482,8 +515,11 @@ def test_10k_garbage_frames_never_crash_decoder_classifier_ingress():
         raise AssertionError("observe must not read")
 
     frontier = ThreadFrontier(None, no_fetch, "Ubot00000000000")
-    ctxs = [IngressContext(bot_user_id="Ubot00000000000", bot_login="helper_bot", room_kind=k, bot_in_thread=b)
-            for k in ("channel", "dm", "") for b in (False, True)]
+    ctxs = [
+        IngressContext(bot_user_id="Ubot00000000000", bot_login="helper_bot", room_kind=k, bot_in_thread=b)
+        for k in ("channel", "dm", "")
+        for b in (False, True)
+    ]
     stats = Counter()
     crashes: dict[str, list[str]] = {}
 
@@ -525,8 +561,9 @@ def test_10k_garbage_frames_never_crash_decoder_classifier_ingress():
                 except Exception as exc:  # noqa: BLE001
                     crashed("frontier.observe", i, exc)
                 try:
-                    text = render_block([m], bot_user_id="Ubot00000000000", users={}, more_pending=False,
-                                        max_bytes=4_000)
+                    text = render_block(
+                        [m], bot_user_id="Ubot00000000000", users={}, more_pending=False, max_bytes=4_000
+                    )
                     assert len(text.encode()) <= 4_000, "block over its byte bound"
                 except Exception as exc:  # noqa: BLE001
                     crashed("frontier.render_block", i, exc)
@@ -580,8 +617,14 @@ async def test_live_session_survives_garbage_frames(chatto_world):
     async def on_event(ev):
         got.append(ev)
 
-    session = RealtimeSession(srv.base_url, key, on_event=on_event, retained_rooms=lambda: [w.general_id],
-                              bot_user_id=w.bot_id, reconnect_delay=0.05)
+    session = RealtimeSession(
+        srv.base_url,
+        key,
+        on_event=on_event,
+        retained_rooms=lambda: [w.general_id],
+        bot_user_id=w.bot_id,
+        reconnect_delay=0.05,
+    )
     task = asyncio.create_task(session.run())
     try:
         await asyncio.wait_for(session.caught_up.wait(), 10)
@@ -590,8 +633,11 @@ async def test_live_session_survives_garbage_frames(chatto_world):
         srv.hub.for_user(w.bot_id, lambda c: [c.send(g) for g in garbage])
         await wait_for(lambda: session.stats["frames"] >= 300, timeout=20, what="garbage frames received")
         msg = srv.post(w.alice_id, w.general_id, "@helper_bot still there?")
-        await wait_for(lambda: any(isinstance(e, E.NewMessage) and e.message.event_id == msg.event_id for e in got),
-                       timeout=10, what="the real message after the garbage")
+        await wait_for(
+            lambda: any(isinstance(e, E.NewMessage) and e.message.event_id == msg.event_id for e in got),
+            timeout=10,
+            what="the real message after the garbage",
+        )
         assert not task.done(), "the session died on garbage"
         assert session.stats["connects"] == 1, session.stats
         assert session.stats["decode_errors"] >= 100, session.stats
@@ -629,8 +675,15 @@ async def test_revoked_key_is_one_fatal_error_no_reconnect_storm(chatto_world, w
     async def on_event(ev):
         return None
 
-    session = RealtimeSession(srv.base_url, key, on_event=on_event, retained_rooms=lambda: [w.general_id],
-                              reconnect_delay=0.05, max_reconnect_delay=0.2, on_state=states.append)
+    session = RealtimeSession(
+        srv.base_url,
+        key,
+        on_event=on_event,
+        retained_rooms=lambda: [w.general_id],
+        reconnect_delay=0.05,
+        max_reconnect_delay=0.2,
+        on_state=states.append,
+    )
     task = asyncio.create_task(session.run())
     await asyncio.wait_for(session.caught_up.wait(), 10)
     assert _bot_hellos(srv, w.bot_id) == 1
@@ -691,8 +744,10 @@ async def test_revoked_key_through_the_gateway(gw_factory, chatto_world, caplog,
 
 def _long_reply(n_chunks_target: int = 4) -> str:
     """~31 kB of prose with a fenced code block: four 9,000-byte chunks."""
-    para = ("Step {i}: the payments worker drained the queue and the retry budget held; "
-            "Schröder confirmed the replica lag stayed under 200 ms. ") * 6
+    para = (
+        "Step {i}: the payments worker drained the queue and the retry budget held; "
+        "Schröder confirmed the replica lag stayed under 200 ms. "
+    ) * 6
     parts = [para.format(i=i) + "\n\n" for i in range(n_chunks_target * 10)]
     parts.insert(12, "```python\n" + "\n".join(f"print({i})" for i in range(300)) + "\n```\n\n")
     return "".join(parts)
@@ -778,8 +833,7 @@ async def test_slow_mode_through_the_adapter_send(gw_factory, chatto_world):
     assert res2.success, res2.error
     from hermes_chatto.delivery import split_body
 
-    assert bot_bodies()[len(base):] == split_body(text), "every chunk exactly once, in order"
-
+    assert bot_bodies()[len(base) :] == split_body(text), "every chunk exactly once, in order"
 
 
 # ---------------------------------------------------------------------------------
@@ -790,7 +844,7 @@ def _hex_fragments(secret: str, width: int = 6) -> set[str]:
     """Space-separated hex of every ``width``-byte window of ``secret`` (how websockets'
     DEBUG frame log renders binary payloads: ``> BINARY 0a 31 08 02 ...``)."""
     raw = secret.encode()
-    return {" ".join(f"{b:02x}" for b in raw[i:i + width]) for i in range(0, max(0, len(raw) - width + 1))}
+    return {" ".join(f"{b:02x}" for b in raw[i : i + width]) for i in range(max(0, len(raw) - width + 1))}
 
 
 async def test_wire_debug_logs_hold_no_key_material(chatto_world, caplog):
@@ -849,8 +903,11 @@ async def drop_bot_socket(srv, bot_id: str) -> None:
     await wait_for(lambda: bot_socket_open(srv, bot_id), timeout=30, what="the bot's socket to (re)open")
     ids = {c.id for c in list(srv.hub.conns) if c.user_id == bot_id and not c.closing}
     srv.drop_sockets(bot_id)
-    await wait_for(lambda: not any(c.id in ids and not c.closing for c in list(srv.hub.conns)), timeout=10,
-                   what="the dropped socket to close")
+    await wait_for(
+        lambda: not any(c.id in ids and not c.closing for c in list(srv.hub.conns)),
+        timeout=10,
+        what="the dropped socket to close",
+    )
 
 
 def _diagnose(gw: Gateway, world: World) -> str:
@@ -869,13 +926,20 @@ def _diagnose(gw: Gateway, world: World) -> str:
         root = world.where.get(t)
         if not root:
             continue
-        turns = [c for c in gw.agent.calls if c.source.thread_id == root
-                 and any(order.get(x, -1) > order[t] for x in TOKEN_RE.findall(c.message))]
-        later.append(f"{t}: {len(turns)} later turn(s) in its thread, {sum(1 for c in turns if '[Earlier' in c.message)} "
-                     f"with a block")
-    return (f"lost={len(lost)} {lost[:8]}; {later}; stuck in host queues={sorted(set(stuck) & set(lost))[:8]}; "
-            f"busy={busy_state(gw)}; adapter={gw.adapter.stats}; frontier={getattr(gw.adapter._frontier, 'counters', {})}; "
-            f"realtime={_rt_info(gw)}; server catch-ups={list(gw.world.catchups)[-4:]}")
+        turns = [
+            c
+            for c in gw.agent.calls
+            if c.source.thread_id == root and any(order.get(x, -1) > order[t] for x in TOKEN_RE.findall(c.message))
+        ]
+        later.append(
+            f"{t}: {len(turns)} later turn(s) in its thread, {sum(1 for c in turns if '[Earlier' in c.message)} "
+            f"with a block"
+        )
+    return (
+        f"lost={len(lost)} {lost[:8]}; {later}; stuck in host queues={sorted(set(stuck) & set(lost))[:8]}; "
+        f"busy={busy_state(gw)}; adapter={gw.adapter.stats}; frontier={getattr(gw.adapter._frontier, 'counters', {})}; "
+        f"realtime={_rt_info(gw)}; server catch-ups={list(gw.world.catchups)[-4:]}"
+    )
 
 
 def _rt_info(gw: Gateway) -> str:
@@ -946,8 +1010,11 @@ async def test_projection_reset_and_25h_old_cursor_mid_stream(gw_factory, chatto
     srv.post(world.alice, world.rooms[5], f"@helper_bot during the reset {world.token()}")
     for _ in range(10):
         world.reply(rng, roots)
-    await wait_for(lambda: any(c.reason == "authorization_changed" for c in srv.catchups), timeout=20,
-                   what="a reset catch-up after projection_reset_required")
+    await wait_for(
+        lambda: any(c.reason == "authorization_changed" for c in srv.catchups),
+        timeout=20,
+        what="a reset catch-up after projection_reset_required",
+    )
 
     # (b) a 25-hour-old resume cursor: the clock jumps, then the socket drops
     await wait_for(lambda: bot_socket_open(srv, world.bot), timeout=20, what="socket back")
@@ -956,8 +1023,11 @@ async def test_projection_reset_and_25h_old_cursor_mid_stream(gw_factory, chatto
     for _ in range(5):
         world.reply(rng, roots)
     srv.post(world.alice, world.rooms[6], f"@helper_bot while the cursor was stale {world.token()}")
-    await wait_for(lambda: any(c.reason == "cursor_expired" for c in srv.catchups), timeout=20,
-                   what="a reset catch-up for the 25 h old cursor")
+    await wait_for(
+        lambda: any(c.reason == "cursor_expired" for c in srv.catchups),
+        timeout=20,
+        what="a reset catch-up for the 25 h old cursor",
+    )
     for _ in range(10):
         world.reply(rng, roots)
     for room, root in roots:  # thread replies missed in a reset reach "the next turn" of their thread

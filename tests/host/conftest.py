@@ -39,10 +39,24 @@ def registered(hermes_home, write_config):
 async def gateway(hermes_home, write_config, chatto_world, monkeypatch):
     made: list[Gateway] = []
 
-    async def _build(*, allow_all: bool = True, allowed_users: str | None = None, extra: dict | None = None,
-                     reply: Callable[[AgentCall], str] | str | None = None, env: dict | None = None) -> Gateway:
-        gw = await build_gateway(chatto_world, monkeypatch, write_config, agent=FakeAgent(reply),
-                                 allow_all=allow_all, allowed_users=allowed_users, extra=extra, env=env)
+    async def _build(
+        *,
+        allow_all: bool = True,
+        allowed_users: str | None = None,
+        extra: dict | None = None,
+        reply: Callable[[AgentCall], str] | str | None = None,
+        env: dict | None = None,
+    ) -> Gateway:
+        gw = await build_gateway(
+            chatto_world,
+            monkeypatch,
+            write_config,
+            agent=FakeAgent(reply),
+            allow_all=allow_all,
+            allowed_users=allowed_users,
+            extra=extra,
+            env=env,
+        )
         made.append(gw)
         return gw
 

@@ -158,9 +158,9 @@ async def test_slow_mode_retry_after(gateway):
 
 
 async def test_agent_tool_and_standalone_send_same_chunks_as_reply(gateway):
-    import hermes_chatto
     from gateway.config import Platform
 
+    import hermes_chatto
     from hermes_chatto.tools import chatto_send_message
 
     text = mixed_text(25_000, seed=23)
@@ -169,8 +169,9 @@ async def test_agent_tool_and_standalone_send_same_chunks_as_reply(gateway):
     trig = w.post(ids["alice"], ids["general"], "@helper_bot long")
     await idle(gw, timeout=30, turns=1)
     reply_chunks = [m.body for m in bot_msgs(gw, ids["general"], trig.event_id)]
-    out = json.loads(await asyncio.to_thread(chatto_send_message,
-                                             {"room": "general", "text": text, "thread_id": trig.event_id}))
+    out = json.loads(
+        await asyncio.to_thread(chatto_send_message, {"room": "general", "text": text, "thread_id": trig.event_id})
+    )
     assert out.get("ok"), out
     pconfig = gw.runner.config.platforms[Platform("chatto")]
     res = await hermes_chatto._standalone_send(pconfig, ids["general"], text, thread_id=trig.event_id)
@@ -207,8 +208,9 @@ async def test_thread_turn_gets_earlier_messages_once(gateway):
 async def test_own_post_from_another_path_reaches_next_thread_turn(gateway):
     """A bot post made outside the session (cron / hermes send) is shown, marked as the
     bot's own, to the next turn of that thread — its echo was dropped as own."""
-    import hermes_chatto
     from gateway.config import Platform
+
+    import hermes_chatto
 
     gw = await gateway()
     w, ids = gw.world, gw.ids
@@ -216,12 +218,15 @@ async def test_own_post_from_another_path_reaches_next_thread_turn(gateway):
     await wait_for(lambda: bot_msgs(gw, ids["general"], trig.event_id), what="first reply")
     await idle(gw, timeout=15.0)
     pconfig = gw.runner.config.platforms[Platform("chatto")]
-    res = await hermes_chatto._standalone_send(pconfig, ids["general"], "BUILD REPORT: all green",
-                                               thread_id=trig.event_id)
+    res = await hermes_chatto._standalone_send(
+        pconfig, ids["general"], "BUILD REPORT: all green", thread_id=trig.event_id
+    )
     assert res.get("success"), res
     report_id = res["message_ids"][0]
-    await wait_for(lambda: report_id in gw.adapter.threads.own or report_id in gw.adapter.threads.roots,
-                   what="echo of the report seen")
+    await wait_for(
+        lambda: report_id in gw.adapter.threads.own or report_id in gw.adapter.threads.roots,
+        what="echo of the report seen",
+    )
     w.reply(ids["alice"], ids["general"], trig.event_id, "@helper_bot is the report good?")
     await wait_for(lambda: len(gw.agent.calls) == 2, what="second turn")
     block = gw.agent.calls[1].message.split("[New message]")[0]
@@ -244,4 +249,5 @@ async def test_projection_reset_mid_run_loses_nothing_repeats_nothing(gateway):
     w.post(ids["alice"], ids["dm"], "after the reset")
     await idle(gw, turns=3, timeout=20)
     assert sorted(c.message for c in gw.agent.calls) == sorted(
-        ["before the reset", "during the reset", "after the reset"])
+        ["before the reset", "during the reset", "after the reset"]
+    )

@@ -7,10 +7,11 @@ and runs the unseen replies through ingress. Real LocalChatto over loopback sock
 from __future__ import annotations
 
 import pytest
-from support.host import bot_replies
-from support.waits import idle, wait_for
 
 from hermes_chatto.wire.types import ThreadKey
+
+from support.host import bot_replies
+from support.waits import idle, wait_for
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -43,8 +44,10 @@ async def test_gap_reply_in_joined_thread_is_one_turn_unjoined_is_none(chatto_wo
     await idle(gw, timeout=15.0)
     key = ThreadKey(general, trig.event_id)
     await wait_for(lambda: ad.threads.reply_count(key) == 1, what="the bot's own reply seen in realtime")
-    await wait_for(lambda: ad.threads.reply_count(ThreadKey(general, other.event_id)) == 1,
-                   what="alice's reply in bob's thread seen in realtime")
+    await wait_for(
+        lambda: ad.threads.reply_count(ThreadKey(general, other.event_id)) == 1,
+        what="alice's reply in bob's thread seen in realtime",
+    )
     assert _said(gw) == ["how do I rotate the logs?"]
     reads = ad.stats["reset_thread_reads"]
     resets = sum(1 for c in srv.catchups if c.user_id == bot and c.path == "reset")
@@ -56,8 +59,11 @@ async def test_gap_reply_in_joined_thread_is_one_turn_unjoined_is_none(chatto_wo
     gap = srv.reply(alice, general, trig.event_id, "and what about the rotated ones?")
     srv.reply(bob, general, other.event_id, "unrelated chatter in bob's thread")
 
-    await wait_for(lambda: sum(1 for c in srv.catchups if c.user_id == bot and c.path == "reset") > resets,
-                   timeout=20, what="the bot's reset catch-up")
+    await wait_for(
+        lambda: sum(1 for c in srv.catchups if c.user_id == bot and c.path == "reset") > resets,
+        timeout=20,
+        what="the bot's reset catch-up",
+    )
     await wait_for(lambda: len(gw.agent.calls) >= 2, timeout=20, what="a turn for the gap reply")
     await idle(gw, timeout=15.0)
     call = gw.agent.calls[1]

@@ -57,7 +57,7 @@ async def test_quick_answer_racing_the_reply_response_does_not_get_the_reply_in_
             held_back.append(msg.event_id)
             try:  # the response "arrives" only once the racing turn has read its page
                 await asyncio.wait_for(page_read.wait(), timeout=8)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         return msg
 
@@ -158,7 +158,8 @@ async def _turns_after_restart(gw2) -> list[str]:
 
 
 async def test_restart_resumes_from_persisted_cursor_and_missed_messages_arrive_once(
-        gateway, chatto_world, monkeypatch):
+    gateway, chatto_world, monkeypatch
+):
     from hermes_chatto.store import ResumeCursorStore
 
     gw = await gateway()

@@ -70,8 +70,9 @@ async def test_follow_up_discarded_by_the_host_is_owed(gateway, chatto_world):
     y = w.reply(alice, room, root, "Y follow-up that gets discarded")
     await wait_for(lambda: key in gw.adapter._pending_messages, what="Y queued")
     src = gw.adapter.turns.processing[key].source
-    await gw.runner._interrupt_and_clear_session(key, src, interrupt_reason="Stop requested",
-                                                 invalidation_reason="stop", release_running_state=False)
+    await gw.runner._interrupt_and_clear_session(
+        key, src, interrupt_reason="Stop requested", invalidation_reason="stop", release_running_state=False
+    )
     await gw.adapter._frontier.flush()  # a busy acknowledgement may still be in flight
     assert key not in gw.adapter._pending_messages and y.event_id in gw.adapter._frontier.ledger(key).turns.owed
     gw.agent.gate.set()

@@ -17,6 +17,7 @@ from hermes_chatto.wire.errors import (
     ChattoTransientError,
 )
 from hermes_chatto.wire.events import MessageEdited, NewMessage, RoomActivity
+
 from support.fakes import (
     ALICE,
     BOB,
@@ -48,8 +49,11 @@ class Unit:
         return self.server.bot_messages()
 
     async def idle(self):
-        await wait_for(lambda: not self.adapter._active_sessions and not self.runner._running_agents,
-                       timeout=10, what="gateway idle")
+        await wait_for(
+            lambda: not self.adapter._active_sessions and not self.runner._running_agents,
+            timeout=10,
+            what="gateway idle",
+        )
 
 
 @pytest.fixture()
@@ -86,8 +90,9 @@ async def unit(registered, write_config, monkeypatch):
         runner = GatewayRunner(cfg)
         server = FakeServer.demo()
         plat = Platform("chatto")
-        adapter = ChattoAdapter(cfg.platforms[plat], client_factory=lambda url, tok: FakeClient(server),
-                                realtime_factory=FakeRealtime)
+        adapter = ChattoAdapter(
+            cfg.platforms[plat], client_factory=lambda url, tok: FakeClient(server), realtime_factory=FakeRealtime
+        )
         wire_adapter(runner, adapter)
         assert await adapter.connect()
         runner.adapters[plat] = adapter
@@ -222,8 +227,9 @@ async def test_chunk_two_of_three_fails_then_retry_resumes(unit):
     first = u.bot_msgs()
     assert len(first) == 1 and res.message_id == first[0].event_id
     # the host's plain-text fallback (or any resend of the same text) resumes at chunk 2
-    res2 = await u.adapter.send(GENERAL, "(Response formatting failed, plain text:)\n\n" + text[:3500],
-                                metadata={"thread_id": root.event_id})
+    res2 = await u.adapter.send(
+        GENERAL, "(Response formatting failed, plain text:)\n\n" + text[:3500], metadata={"thread_id": root.event_id}
+    )
     assert res2.success
     msgs = u.bot_msgs()
     assert len(msgs) == 3 and "".join(m.body for m in msgs) == text  # chunk 1 not re-sent
@@ -301,8 +307,9 @@ async def test_room_activity_fetches_root_in_unretained_room(unit):
     assert len(u.agent.calls) == 1
 
 
-@pytest.mark.parametrize("routes", [None, [{"name": "r", "platform": "chatto", "chat_id": GENERAL,
-                                            "profile": "coder"}]])
+@pytest.mark.parametrize(
+    "routes", [None, [{"name": "r", "platform": "chatto", "chat_id": GENERAL, "profile": "coder"}]]
+)
 async def test_adapter_session_key_equals_runner(unit, routes):
     from hermes_chatto import compat
 
@@ -354,21 +361,24 @@ async def test_agent_tool_and_standalone_produce_reply_chunks(unit, monkeypatch)
     reply_chunks = [m.body for m in u.bot_msgs()]
     n = len(reply_chunks)
     # agent tool (runs in a worker thread like the agent's tools; finds the live adapter)
-    out = json.loads(await asyncio.to_thread(chatto_send_message,
-                                             {"room": "general", "text": text, "thread_id": trig.event_id}))
+    out = json.loads(
+        await asyncio.to_thread(chatto_send_message, {"room": "general", "text": text, "thread_id": trig.event_id})
+    )
     assert out["ok"] and len(out["message_ids"]) == n
     tool_chunks = [u.server.messages[i].body for i in out["message_ids"]]
     # standalone sender (no live adapter in that code path: a short-lived client)
     monkeypatch.setattr(connect_mod, "ChattoClient", lambda url, key, **kw: FakeClient(u.server))
     from gateway.config import Platform
 
-    res = await hermes_chatto._standalone_send(u.runner.config.platforms[Platform("chatto")], GENERAL, text,
-                                               thread_id=trig.event_id)
+    res = await hermes_chatto._standalone_send(
+        u.runner.config.platforms[Platform("chatto")], GENERAL, text, thread_id=trig.event_id
+    )
     assert res["success"], res
     standalone_chunks = [u.server.messages[i].body for i in res["message_ids"]]
     assert reply_chunks == tool_chunks == standalone_chunks
-    assert all(u.server.messages[i].thread_root_event_id == trig.event_id
-               for i in out["message_ids"] + res["message_ids"])
+    assert all(
+        u.server.messages[i].thread_root_event_id == trig.event_id for i in out["message_ids"] + res["message_ids"]
+    )
 
 
 async def test_agent_tool_refusals(unit):
@@ -383,7 +393,7 @@ async def test_agent_tool_refusals(unit):
     assert "chunk 2 of 3 failed" in out["error"] and len(out["sent_message_ids"]) == 1
     again = json.loads(await asyncio.to_thread(chatto_send_message, {"room": GENERAL, "text": text}))
     assert again["ok"] and again["message_ids"][0] == out["sent_message_ids"][0]
-    assert len([m for m in u.bot_msgs()]) == 3  # chunk 1 posted once
+    assert len(list(u.bot_msgs())) == 3  # chunk 1 posted once
 
 
 async def test_seen_set_survives_restart(unit):
@@ -397,8 +407,11 @@ async def test_seen_set_survives_restart(unit):
     await wait_for(lambda: u.bot_msgs(), what="reply")
     await u.idle()
     await u.adapter.disconnect()
-    fresh = ChattoAdapter(u.runner.config.platforms[Platform("chatto")],
-                          client_factory=lambda url, tok: FakeClient(u.server), realtime_factory=FakeRealtime)
+    fresh = ChattoAdapter(
+        u.runner.config.platforms[Platform("chatto")],
+        client_factory=lambda url, tok: FakeClient(u.server),
+        realtime_factory=FakeRealtime,
+    )
     wire_adapter(u.runner, fresh)
     assert await fresh.connect()
     u.runner.adapters[Platform("chatto")] = fresh
@@ -525,5 +538,6 @@ async def test_thread_turns_with_thread_context_off_raise_nothing(unit, monkeypa
     await u.idle()
     assert all(m.thread_root_event_id == trig.event_id for m in u.bot_msgs())
     assert u.adapter.stats["hook_errors"] == 0, u.adapter.stats
-    assert not [r for r in caplog.records if "TypeError" in r.getMessage() or
-                (r.exc_info and r.exc_info[0] is TypeError)]
+    assert not [
+        r for r in caplog.records if "TypeError" in r.getMessage() or (r.exc_info and r.exc_info[0] is TypeError)
+    ]

@@ -15,6 +15,7 @@ import pytest
 
 from hermes_chatto import cli
 from hermes_chatto.testing.harness import hermes_command
+
 from support.paths import REPO
 
 VERSION = version("hermes-chatto")
@@ -44,8 +45,9 @@ def test_main_version(capsys):
 
 
 def _run(argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        argv, cwd=REPO, capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}
+    )
 
 
 def test_python_dash_m_and_the_console_script():
@@ -70,8 +72,12 @@ def test_host_subcommand_through_the_real_plugin_context(capsys):
     info = manager._cli_commands["chatto"]
     parser = argparse.ArgumentParser(prog="hermes")
     sub = parser.add_subparsers(dest="command")
-    p = sub.add_parser(info["name"], help=info["help"], description=info["description"],
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        info["name"],
+        help=info["help"],
+        description=info["description"],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     info["setup_fn"](p)
     p.set_defaults(func=info["handler_fn"])
     args = parser.parse_args(["chatto"])

@@ -37,7 +37,7 @@ def _adapter():
 def test_every_accessor_is_listed():
     """Each ``compat`` accessor that reads ``adapter._x``/``runner._x`` has a HOST_PRIVATES entry."""
     src = inspect.getsource(compat)
-    tail = src[src.index("class HostPrivate"):]
+    tail = src[src.index("class HostPrivate") :]
     used = set(re.findall(r"(?:adapter|store|runner)\._([a-z][a-z_]+)", tail))
     used |= set(re.findall(r'"_([a-z][a-z_]+)"', tail))
     listed = {e.name.lstrip("_") for e in compat.HOST_PRIVATES}
@@ -63,9 +63,12 @@ def test_host_private_has_expected_shape(entry, registered):
         assert callable(fn), f"{entry.owner}.{entry.name} is gone"
         assert inspect.iscoroutinefunction(fn) == (entry.kind == "async method"), f"{entry.name}: sync/async changed"
         params = tuple(p for p in inspect.signature(fn).parameters if p != "self")
-        assert params[:len(entry.params)] == entry.params, f"{entry.name}{params}: signature changed"
-        extra = [p for n, p in inspect.signature(fn).parameters.items()
-                 if n not in entry.params and n != "self" and p.default is inspect.Parameter.empty]
+        assert params[: len(entry.params)] == entry.params, f"{entry.name}{params}: signature changed"
+        extra = [
+            p
+            for n, p in inspect.signature(fn).parameters.items()
+            if n not in entry.params and n != "self" and p.default is inspect.Parameter.empty
+        ]
         assert not extra, f"{entry.name}: new required parameters {extra}"
         return
     if entry.kind.startswith("store "):
@@ -123,4 +126,4 @@ def test_session_store_privates(tmp_path, monkeypatch):
         elif kind == "store attr":
             assert hasattr(store, name), f"SessionStore.{name} is gone"
     assert compat.session_id_for(store, "agent:main:chatto:thread:R1:E1") is None
-    assert not getattr(store, "_entries"), "the lookup created a session"
+    assert not store._entries, "the lookup created a session"

@@ -19,8 +19,11 @@ def home(tmp_path, monkeypatch):
     for k in list(os.environ):
         if k.startswith("CHATTO_"):
             monkeypatch.delenv(k)
-    (h / "config.yaml").write_text(yaml.safe_dump({"plugins": {"enabled": ["other"]},
-                                                   "platforms": {"chatto": {"extra": {"require_mention": False}}}}))
+    (h / "config.yaml").write_text(
+        yaml.safe_dump(
+            {"plugins": {"enabled": ["other"]}, "platforms": {"chatto": {"extra": {"require_mention": False}}}}
+        )
+    )
     from hermes_chatto.config import clear_settings_cache
 
     clear_settings_cache()
@@ -44,7 +47,7 @@ def _driver(answers: list[str], secrets: list[str], confirms: list[bool]):
         asked.append(q)
         return confirms.pop(0)
 
-    return dict(ask=ask, ask_secret=ask_secret, confirm=confirm, say=said.append), said, asked
+    return {"ask": ask, "ask_secret": ask_secret, "confirm": confirm, "say": said.append}, said, asked
 
 
 def test_wizard_saves_key_to_env_and_url_to_config_yaml(home):
@@ -59,8 +62,11 @@ def test_wizard_saves_key_to_env_and_url_to_config_yaml(home):
         validated.append((url, key))
         return LiveCheck("Test", "0.5.0-dev", "UsetupBot000001", "helper_bot", "Helper")
 
-    io, said, _ = _driver(["chat.example.com", "HTTPS://Chat.Example.com/", "Ualice00000000001, Ubob0000000000001"],
-                          ["cht_BK_nope", "Bearer " + KEY + "x!", KEY], [])
+    io, said, _ = _driver(
+        ["chat.example.com", "HTTPS://Chat.Example.com/", "Ualice00000000001, Ubob0000000000001"],
+        ["cht_BK_nope", "Bearer " + KEY + "x!", KEY],
+        [],
+    )
     assert run_setup(validate=validate, **io) is True
     # bad URL and two bad keys were rejected before the live check, the good pair validated once
     assert validated == [("https://chat.example.com", KEY)]

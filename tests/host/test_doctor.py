@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from hermes_chatto.testing import LocalChatto
-from support.paths import REPO
 
+from support.paths import REPO
 
 
 @pytest.fixture()
@@ -36,7 +36,7 @@ def home(tmp_path, monkeypatch):
     h.mkdir()
     monkeypatch.setenv("HERMES_HOME", str(h))
     for k in list(os.environ):
-        if k.startswith("CHATTO_") or k.startswith("GATEWAY_ALLOW"):
+        if k.startswith(("CHATTO_", "GATEWAY_ALLOW")):
             monkeypatch.delenv(k)
     from hermes_chatto.config import clear_settings_cache
 
@@ -49,9 +49,14 @@ def _configure(home: Path, srv: LocalChatto, key: str | None = None, url: str | 
     """Profile config the way `hermes gateway setup` leaves it: key in .env, URL in config.yaml."""
     key = key or srv.bot_key
     (home / ".env").write_text(f"CHATTO_BOT_KEY={key}\nCHATTO_ALLOWED_USERS={srv.alice_id}\n")
-    (home / "config.yaml").write_text(yaml.safe_dump(
-        {"plugins": {"enabled": ["chatto"]},
-         "platforms": {"chatto": {"enabled": True, "extra": {"url": url or srv.base_url}}}}))
+    (home / "config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "plugins": {"enabled": ["chatto"]},
+                "platforms": {"chatto": {"enabled": True, "extra": {"url": url or srv.base_url}}},
+            }
+        )
+    )
     return key
 
 
@@ -243,8 +248,16 @@ async def _run_cli(home: Path, *args: str, extra_env: dict | None = None) -> tup
     env.update({"HERMES_HOME": str(home), "PYTHONPATH": str(REPO)})
     env.update(extra_env or {})
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "hermes_chatto", "doctor", *args, env=env, cwd=str(REPO),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "hermes_chatto",
+        "doctor",
+        *args,
+        env=env,
+        cwd=str(REPO),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     return proc.returncode, out.decode(), err.decode()
 
@@ -324,7 +337,7 @@ async def test_https_against_the_plain_http_server_says_use_http(srv, home):
     from hermes_chatto.doctor import FAIL, run_doctor
     from hermes_chatto.setup_wizard import SetupValidationError, validate_live
 
-    https = "https://" + srv.base_url[len("http://"):]
+    https = "https://" + srv.base_url[len("http://") :]
     key = _configure(home, srv, url=https)
     report = await run_doctor(environ={})
     c = _by_name(report)["server"]

@@ -187,7 +187,7 @@ class Mux:
                 from hermes_cli.profiles import get_active_profile_name
 
                 auth = request.headers.get("authorization", "")
-                tok = auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+                tok = auth[len("Bearer ") :] if auth.startswith("Bearer ") else None
                 mux.client_rows.append((get_active_profile_name(), mux.label(tok), request.url.path.rsplit("/", 1)[-1]))
             return await orig_send(client, request, *a, **kw)
 
@@ -215,9 +215,17 @@ class Mux:
         chan = srv.create_channel(channel_name, [self.alice.id, self.bob.id, bot.id], created_by=self.alice.id)
         srv.grant(chan, bot.id, *BOT_USUAL_PERMISSIONS)
         home = self.root if profile == "default" else self.root / "profiles" / profile
-        p = Prof(name=profile, home=home, bot_id=bot.id, login=login, key=key, channel=chan,
-                 channel_name=channel_name, dm_alice=srv.open_dm(self.alice.id, bot.id),
-                 dm_bob=srv.open_dm(self.bob.id, bot.id))
+        p = Prof(
+            name=profile,
+            home=home,
+            bot_id=bot.id,
+            login=login,
+            key=key,
+            channel=chan,
+            channel_name=channel_name,
+            dm_alice=srv.open_dm(self.alice.id, bot.id),
+            dm_bob=srv.open_dm(self.bob.id, bot.id),
+        )
         self.profiles[profile] = p
         self.keys_out.append(key)
         return p
@@ -242,8 +250,12 @@ class Mux:
         self.write_env(p, key=key)
 
     def write_env(self, p: Prof, *, key: str | None = "own") -> None:
-        env = {"CHATTO_URL": self.srv.base_url, "CHATTO_ALLOW_ALL_USERS": "true",
-               "CHATTO_HOME_CHANNEL": p.channel, "CHATTO_WIRE_LOG_LEVEL": "DEBUG"}
+        env = {
+            "CHATTO_URL": self.srv.base_url,
+            "CHATTO_ALLOW_ALL_USERS": "true",
+            "CHATTO_HOME_CHANNEL": p.channel,
+            "CHATTO_WIRE_LOG_LEVEL": "DEBUG",
+        }
         if key is not None:
             env["CHATTO_BOT_KEY"] = p.key if key == "own" else key
         (p.home / ".env").write_text("".join(f"{k}={v}\n" for k, v in env.items()), encoding="utf-8")
@@ -307,13 +319,16 @@ class Mux:
 
     def all_adapters(self) -> list:
         out = list(self.runner.adapters.values()) if self.runner else []
-        for m in (self.runner._profile_adapters.values() if self.runner else []):
+        for m in self.runner._profile_adapters.values() if self.runner else []:
             out.extend(m.values())
         return out
 
     async def idle(self, timeout: float = 20.0) -> None:
-        await wait_for(lambda: all(not a._active_sessions for a in self.all_adapters())
-                       and not self.runner._running_agents, timeout=timeout, what="all profiles idle")
+        await wait_for(
+            lambda: all(not a._active_sessions for a in self.all_adapters()) and not self.runner._running_agents,
+            timeout=timeout,
+            what="all profiles idle",
+        )
 
     async def close(self) -> None:
         try:
@@ -341,14 +356,12 @@ class Mux:
     def bot_messages(self, p: Prof) -> list[Any]:
         """Every non-echo message the profile's bot authored, anywhere on the server."""
         with self.srv.state.lock:
-            return [m for m in self.srv.state.messages.values()
-                    if m.actor_id == p.bot_id and not m.echo_of_event_id]
+            return [m for m in self.srv.state.messages.values() if m.actor_id == p.bot_id and not m.echo_of_event_id]
 
     def replies_to(self, p: Prof, room: str, trigger_id: str | None) -> list[Any]:
         """The bot's messages in ``room``: in the thread of ``trigger_id`` (channel) or
         flat (DM, ``trigger_id=None``)."""
-        return [m for m in self.bot_messages(p) if m.room_id == room
-                and m.thread_root_event_id == (trigger_id or "")]
+        return [m for m in self.bot_messages(p) if m.room_id == room and m.thread_root_event_id == (trigger_id or "")]
 
     def assert_every_request_attributed(self) -> None:
         """Per request: the bearer is a bot key of one of the profiles; the authenticated
@@ -443,10 +456,15 @@ async def test_two_profiles_traffic_at_once_every_request_carries_its_profiles_k
     # bot is not addressed) — nobody answers.
     stray = srv.post(A, beta.channel, f"@{main.login} are you here? q-stray")
 
-    triggers = [(p, room, m.event_id if is_chan else None, body)
-                for (p, _u, room, body, is_chan), m in zip(posts, sent)]
-    await wait_for(lambda: all(mux.replies_to(p, room, tid) for p, room, tid, _b in triggers),
-                   timeout=30, what="a reply to every trigger")
+    triggers = [
+        (p, room, m.event_id if is_chan else None, body)
+        for (p, _u, room, body, is_chan), m in zip(posts, sent, strict=True)
+    ]
+    await wait_for(
+        lambda: all(mux.replies_to(p, room, tid) for p, room, tid, _b in triggers),
+        timeout=30,
+        what="a reply to every trigger",
+    )
     await mux.idle()
 
     # Each trigger: exactly one reply, by its own bot, in its own room/thread, from a turn
@@ -467,7 +485,9 @@ async def test_two_profiles_traffic_at_once_every_request_carries_its_profiles_k
         if owner != "default":
             assert c.source_profile == owner  # stamped by _make_profile_message_handler
     assert not any("q-stray" in c.message for c in mux.agent.calls)
-    assert mux.replies_to(main, beta.channel, stray.event_id) == mux.replies_to(beta, beta.channel, stray.event_id) == []
+    assert (
+        mux.replies_to(main, beta.channel, stray.event_id) == mux.replies_to(beta, beta.channel, stray.event_id) == []
+    )
 
     # In-turn tool sends: own room posted with the profile's bot; the other profile's room
     # refused (the bot is not a member) without any request to it.
@@ -587,8 +607,11 @@ async def test_profile_whose_key_arrives_later_starts_without_restarting_the_oth
     plat = Platform("chatto")
     assert mux.runner._profile_adapters.get("late", {}) == {}
     assert mux.adapter("beta") is not None
-    assert any("bot_key" in r.getMessage() and "not set" in r.getMessage() for r in caplog.records
-               if r.name.startswith("hermes_plugins.chatto")), "the missing key was not reported"
+    assert any(
+        "bot_key" in r.getMessage() and "not set" in r.getMessage()
+        for r in caplog.records
+        if r.name.startswith("hermes_plugins.chatto")
+    ), "the missing key was not reported"
     assert not [r for r in mux.rows if r.who == "late"]
 
     # Not configured yet, as seen by cron / hermes send and by the agent tool of that
@@ -611,11 +634,14 @@ async def test_profile_whose_key_arrives_later_starts_without_restarting_the_oth
 
     res = await _standalone(late, late.channel, "standalone after the key was added")
     assert res.get("success"), res
-    tool = await asyncio.to_thread(_tool_in_scope, late.home,
-                                   {"room": late.channel_name, "text": "tool after the key was added"})
+    tool = await asyncio.to_thread(
+        _tool_in_scope, late.home, {"room": late.channel_name, "text": "tool after the key was added"}
+    )
     assert tool.get("ok"), tool
     assert {(m.room_id, m.body) for m in mux.bot_messages(late)} == {
-        (late.channel, "standalone after the key was added"), (late.channel, "tool after the key was added")}
+        (late.channel, "standalone after the key was added"),
+        (late.channel, "tool after the key was added"),
+    }
     with _scope(late.home):
         assert load_settings(None).bot_user_id == late.bot_id
 
@@ -644,8 +670,15 @@ async def test_profile_whose_key_arrives_later_starts_without_restarting_the_oth
         asyncio.to_thread(mux.srv.post, mux.alice.id, main.dm_alice, "q-default-dm"),
         asyncio.to_thread(mux.srv.post, mux.bob.id, beta.channel, f"@{beta.login} q-beta-chan"),
     )
-    await wait_for(lambda: mux.replies_to(late, late.dm_alice, None) and mux.replies_to(main, main.dm_alice, None)
-                   and mux.replies_to(beta, beta.channel, trig[2].event_id), timeout=30, what="three replies")
+    await wait_for(
+        lambda: (
+            mux.replies_to(late, late.dm_alice, None)
+            and mux.replies_to(main, main.dm_alice, None)
+            and mux.replies_to(beta, beta.channel, trig[2].event_id)
+        ),
+        timeout=30,
+        what="three replies",
+    )
     await mux.idle()
     assert [m.body for m in mux.replies_to(late, late.dm_alice, None)] == ["[late] pong: q-late-dm"]
     assert [m.body for m in mux.replies_to(main, main.dm_alice, None)] == ["[default] pong: q-default-dm"]
@@ -663,7 +696,7 @@ def _hex_windows(secret: str, width: int = 6) -> set[str]:
     """Every ``width``-byte window of ``secret`` as websockets prints frame bytes
     (``"63 68 74 ..."``)."""
     raw = secret.encode()
-    return {" ".join(f"{b:02x}" for b in raw[i:i + width]) for i in range(len(raw) - width + 1)}
+    return {" ".join(f"{b:02x}" for b in raw[i : i + width]) for i in range(len(raw) - width + 1)}
 
 
 async def test_debug_logging_does_not_expose_pieces_of_the_bot_keys(mux, caplog):
@@ -685,5 +718,4 @@ async def test_debug_logging_does_not_expose_pieces_of_the_bot_keys(mux, caplog)
         for t in lines:
             if any(w in t for w in windows):
                 exposed.setdefault(p.name, set()).add(t.split(" ", 2)[1])
-    assert not exposed, ("hex-encoded pieces of the bot key secret in DEBUG logs "
-                         f"(profile -> loggers): {exposed}")
+    assert not exposed, f"hex-encoded pieces of the bot key secret in DEBUG logs (profile -> loggers): {exposed}"

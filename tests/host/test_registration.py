@@ -9,8 +9,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 KEY = "cht_BK_Ubot0000000000b.c2VjcmV0LXNlY3JldC1zZWNyZXQ"
 
 
@@ -98,7 +96,7 @@ def test_enabled_with_url_and_key_and_home_reseeded(registered, monkeypatch, wri
     fp = GatewayRunner._adapter_credential_fingerprint(adapter)
     assert fp and KEY not in fp
     assert adapter.token == KEY
-    assert KEY not in repr(adapter.token) and KEY not in f"{adapter.token}" and KEY not in "%s" % adapter.token
+    assert KEY not in repr(adapter.token) and KEY not in f"{adapter.token}" and KEY not in "%s" % adapter.token  # noqa: UP031 (%-formatting is the path under test)
 
 
 def test_validate_config_refuses_missing_key(registered, write_config, monkeypatch):
@@ -121,8 +119,7 @@ def test_target_ref_parser_for_newer_hosts():
     import hermes_chatto
 
     assert hermes_chatto._parse_target_ref("Rabcdefghij0123") == ("Rabcdefghij0123", None)
-    assert hermes_chatto._parse_target_ref("Rabcdefghij0123:Eabcdefghij0123") == ("Rabcdefghij0123",
-                                                                                   "Eabcdefghij0123")
+    assert hermes_chatto._parse_target_ref("Rabcdefghij0123:Eabcdefghij0123") == ("Rabcdefghij0123", "Eabcdefghij0123")
     assert hermes_chatto._parse_target_ref("general") is None
     assert hermes_chatto._validate_target_ref("Rabcdefghij0123") is True
     assert isinstance(hermes_chatto._validate_target_ref("#general"), str)

@@ -115,8 +115,16 @@ def _run_gateway_setup(monkeypatch, capsys, lines: list[str], secrets: list[str]
     monkeypatch.setattr(gw, "prompt_choice", choice)
     monkeypatch.setattr(builtins, "input", lambda prompt="": lines.pop(0))
     monkeypatch.setattr(cli_output, "masked_secret_prompt", lambda prompt="": secrets.pop(0))
-    for name in ("supports_systemd_services", "is_macos", "is_windows", "is_wsl", "is_termux",
-                 "_is_service_installed", "_is_service_running", "is_managed"):
+    for name in (
+        "supports_systemd_services",
+        "is_macos",
+        "is_windows",
+        "is_wsl",
+        "is_termux",
+        "_is_service_installed",
+        "_is_service_running",
+        "is_managed",
+    ):
         monkeypatch.setattr(gw, name, lambda *a, **k: False)
     monkeypatch.setattr(gw, "prompt_yes_no", lambda *a, **k: False)  # don't start anything
     gw.gateway_setup()
@@ -142,8 +150,9 @@ def _assert_all(home, monkeypatch, capsys, expected: bool) -> None:
     assert _gateway_starts_it() is expected
 
 
-@pytest.mark.parametrize("place", ["dotenv", "yaml_url_dotenv_key", "yaml_url_dotenv_key_not_enabled",
-                                   "yaml_both", "environment"])
+@pytest.mark.parametrize(
+    "place", ["dotenv", "yaml_url_dotenv_key", "yaml_url_dotenv_key_not_enabled", "yaml_both", "environment"]
+)
 def test_every_screen_agrees_wherever_url_and_key_live(home, monkeypatch, capsys, place):
     if place == "dotenv":
         _write_yaml(home, None)
@@ -196,8 +205,7 @@ def test_the_wizard_inside_gateway_setup_makes_every_screen_say_configured(home,
         from hermes_cli.gateway import _all_platforms
 
         idx = [p["key"] for p in _all_platforms()].index("chatto")
-        out, menus = _run_gateway_setup(monkeypatch, capsys, [str(idx + 1), srv.base_url, "", ""],
-                                        [srv.world.bot_key])
+        out, menus = _run_gateway_setup(monkeypatch, capsys, [str(idx + 1), srv.base_url, "", ""], [srv.world.bot_key])
         assert len(menus) == 2
         assert _chatto_line(menus[0]).endswith("(not configured)")
         assert "✓ Chatto 0.5" in out and "✓ Saved CHATTO_BOT_KEY" in out
@@ -230,9 +238,11 @@ def test_configuration_error_reason_reaches_gateway_log_without_the_key(home, mo
     from gateway.run import GatewayRunner
 
     secret = "c2VjcmV0LWZvci1iYWQta2V5"
-    values = {"url": {"CHATTO_URL": "ftp://chat.example", "CHATTO_BOT_KEY": KEY},
-              "key": {"CHATTO_URL": URL, "CHATTO_BOT_KEY": "cht_UK_UaaaaaaaaaaaaaA." + secret},
-              "missing_key": {"CHATTO_URL": URL}}[bad]
+    values = {
+        "url": {"CHATTO_URL": "ftp://chat.example", "CHATTO_BOT_KEY": KEY},
+        "key": {"CHATTO_URL": URL, "CHATTO_BOT_KEY": "cht_UK_UaaaaaaaaaaaaaA." + secret},
+        "missing_key": {"CHATTO_URL": URL},
+    }[bad]
     _write_yaml(home, None, enabled=True)
     for k, v in values.items():
         monkeypatch.setenv(k, v)

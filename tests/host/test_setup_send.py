@@ -19,6 +19,7 @@ import asyncio
 import json
 
 import pytest
+
 from support.waits import idle
 
 
@@ -52,8 +53,7 @@ def _bodies(world, room_id: str) -> list[str]:
 async def _send(target: str, text: str) -> dict:
     from tools.send_message_tool import send_message_tool
 
-    return json.loads(await asyncio.to_thread(send_message_tool,
-                                              {"action": "send", "target": target, "message": text}))
+    return json.loads(await asyncio.to_thread(send_message_tool, {"action": "send", "target": target, "message": text}))
 
 
 async def test_send_list_and_to_on_hermes_0_19_0(wire_level, gateway, directory, chatto_world, capsys):

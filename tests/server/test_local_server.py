@@ -11,7 +11,7 @@ import itertools
 import json
 import re
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -20,8 +20,11 @@ from hermes_chatto.testing.rawclient import RawRpc
 from hermes_chatto.wire import errors as E
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
-ID_RE = {"U": re.compile(r"^U[0-9A-Za-z]{14}$"), "R": re.compile(r"^R[0-9A-Za-z]{14}$"),
-         "E": re.compile(r"^E[0-9A-Za-z]{14}$")}
+ID_RE = {
+    "U": re.compile(r"^U[0-9A-Za-z]{14}$"),
+    "R": re.compile(r"^R[0-9A-Za-z]{14}$"),
+    "E": re.compile(r"^E[0-9A-Za-z]{14}$"),
+}
 _n = itertools.count()
 
 
@@ -78,7 +81,9 @@ def test_get_viewer_puts_bot_at_user_profile(srv, bot):
     assert prof["id"] == srv.world.bot_id and prof["isBot"] is True and prof["login"] == "helper_bot"
     rows = {p["permission"]: p.get("granted", False) for p in data["viewerPermissions"]["permissions"]}
     assert rows["message.post-in-thread"] is True and rows["message.manage"] is False
-    assert "granted" not in next(p for p in data["viewerPermissions"]["permissions"] if p["permission"] == "message.manage")
+    assert "granted" not in next(
+        p for p in data["viewerPermissions"]["permissions"] if p["permission"] == "message.manage"
+    )
 
 
 def test_human_token_authenticates_as_human(srv, alice):
@@ -113,8 +118,10 @@ def test_ids_and_bot_key_format(srv):
 def test_every_request_is_recorded_with_its_token(srv, bot, alice):
     bot.ok("ViewerService/GetViewer", {})
     alice.ok("RoomDirectoryService/ListRooms", {})
-    assert srv.requests[-2:] == [("chatto.api.v1.ViewerService/GetViewer", srv.world.bot_key),
-                                 ("chatto.api.v1.RoomDirectoryService/ListRooms", srv.world.alice_token)]
+    assert srv.requests[-2:] == [
+        ("chatto.api.v1.ViewerService/GetViewer", srv.world.bot_key),
+        ("chatto.api.v1.RoomDirectoryService/ListRooms", srv.world.alice_token),
+    ]
     assert srv.requests_for("/GetViewer")[-1].token == srv.world.bot_key
 
 
@@ -132,16 +139,22 @@ def test_requests_accept_snake_and_camel_case_and_responses_are_camel_case(srv, 
 
 def test_binary_proto_codec(srv):
     c = RawRpc(srv.base_url, srv.world.bot_key)
-    req = pb.GetMessageRequest(room_id=srv.world.general_id,
-                               event_id=srv.post(srv.world.alice_id, srv.world.general_id, "x").event_id)
-    status, _, raw = c.call("MessageService/GetMessage", raw_body=req.SerializeToString(),
-                            content_type="application/proto")
+    req = pb.GetMessageRequest(
+        room_id=srv.world.general_id, event_id=srv.post(srv.world.alice_id, srv.world.general_id, "x").event_id
+    )
+    status, _, raw = c.call(
+        "MessageService/GetMessage", raw_body=req.SerializeToString(), content_type="application/proto"
+    )
     assert status == 200 and pb.GetMessageResponse.FromString(raw).message.body == "x"
 
 
 def test_unknown_method_and_unknown_api_path_are_empty_404(srv, bot):
-    for path in ("/api/connect/chatto.api.v1.MessageService/PostMessage", "/api/connect/nope.Svc/X",
-                 "/api/whatever", "/api"):
+    for path in (
+        "/api/connect/chatto.api.v1.MessageService/PostMessage",
+        "/api/connect/nope.Svc/X",
+        "/api/whatever",
+        "/api",
+    ):
         r = bot.http.post(srv.base_url + path, content=b"{}", headers={"Content-Type": "application/json"})
         assert r.status_code == 404 and r.content == b"", path
 
@@ -169,8 +182,8 @@ def test_internal_errors_are_masked(srv, bot, monkeypatch):
 
     def boom(ctx, req):
         raise RuntimeError("secret detail")
-    monkeypatch.setitem(rpc.METHODS, "chatto.api.v1.ViewerService/GetViewer",
-                        (pb.GetViewerRequest, boom, False))
+
+    monkeypatch.setitem(rpc.METHODS, "chatto.api.v1.ViewerService/GetViewer", (pb.GetViewerRequest, boom, False))
     status, data, raw = bot.call("ViewerService/GetViewer", {})
     assert status == 500 and data == {"code": "internal", "message": "internal server error"}
     assert b"secret" not in raw and b"Traceback" not in raw
@@ -238,18 +251,25 @@ def test_thread_reply_needs_the_separate_post_in_thread_permission(srv):
     u, c = new_bot(srv, "message.post", room=w.general_id)
     root = srv.post(w.alice_id, w.general_id, "root")
     assert c.ok("MessageService/CreateMessage", {"roomId": w.general_id, "body": "root ok"})
-    status, code, msg = err(c.call("MessageService/CreateMessage", {"roomId": w.general_id, "body": "r",
-                                                                    "threadRootEventId": root.event_id}))
+    status, code, msg = err(
+        c.call(
+            "MessageService/CreateMessage", {"roomId": w.general_id, "body": "r", "threadRootEventId": root.event_id}
+        )
+    )
     assert (status, code) == (403, "permission_denied") and "post-in-thread" in msg
     srv.grant(w.general_id, u.id, "message.post-in-thread")
-    assert c.ok("MessageService/CreateMessage", {"roomId": w.general_id, "body": "r", "threadRootEventId": root.event_id})
+    assert c.ok(
+        "MessageService/CreateMessage", {"roomId": w.general_id, "body": "r", "threadRootEventId": root.event_id}
+    )
 
 
 def test_first_reply_creates_the_thread(srv, bot):
     w = srv.world
     root = srv.post(w.alice_id, w.general_id, "@helper_bot question")
     assert not srv.get_message(w.general_id, root.event_id).has_thread
-    r = bot.ok("MessageService/CreateMessage", {"roomId": w.general_id, "body": "answer", "threadRootEventId": root.event_id})
+    r = bot.ok(
+        "MessageService/CreateMessage", {"roomId": w.general_id, "body": "answer", "threadRootEventId": root.event_id}
+    )
     assert r["message"]["threadRootEventId"] == root.event_id
     got = bot.ok("MessageService/GetMessage", {"roomId": w.general_id, "eventId": root.event_id})["message"]
     assert got["thread"]["replyCount"] == 1 and got["thread"]["viewerState"]["isFollowing"] is True
@@ -260,11 +280,23 @@ def test_thread_root_must_be_a_root_message(srv, bot):
     root = srv.post(w.alice_id, w.general_id, "root")
     reply = srv.reply(w.alice_id, w.general_id, root.event_id, "reply", also_send_to_channel=True)
     for bad in (reply.event_id, reply.channel_echo_event_id):
-        status, code, msg = err(bot.call("MessageService/CreateMessage", {"roomId": w.general_id, "body": "x",
-                                                                          "threadRootEventId": bad}))
-        assert (status, code, msg) == (400, "invalid_argument", "thread root must be a root message, not a thread reply")
-    assert err(bot.call("MessageService/CreateMessage", {"roomId": w.general_id, "body": "x",
-                                                         "threadRootEventId": "E" + "0" * 14}))[1] == "not_found"
+        status, code, msg = err(
+            bot.call("MessageService/CreateMessage", {"roomId": w.general_id, "body": "x", "threadRootEventId": bad})
+        )
+        assert (status, code, msg) == (
+            400,
+            "invalid_argument",
+            "thread root must be a root message, not a thread reply",
+        )
+    assert (
+        err(
+            bot.call(
+                "MessageService/CreateMessage",
+                {"roomId": w.general_id, "body": "x", "threadRootEventId": "E" + "0" * 14},
+            )
+        )[1]
+        == "not_found"
+    )
 
 
 def test_in_reply_to_a_reply_lands_in_its_thread(srv, bot):
@@ -278,8 +310,9 @@ def test_in_reply_to_a_reply_lands_in_its_thread(srv, bot):
 def test_dms_have_no_threads(srv, bot):
     w = srv.world
     d = srv.post(w.alice_id, w.dm_id, "hi")
-    status, code, _ = err(bot.call("MessageService/CreateMessage", {"roomId": w.dm_id, "body": "x",
-                                                                    "threadRootEventId": d.event_id}))
+    status, code, _ = err(
+        bot.call("MessageService/CreateMessage", {"roomId": w.dm_id, "body": "x", "threadRootEventId": d.event_id})
+    )
     assert (status, code) == (400, "invalid_argument")
     with pytest.raises(E.ChattoInvalidArgument):
         srv.reply(w.alice_id, w.dm_id, d.event_id, "x")
@@ -323,7 +356,7 @@ def test_slow_mode(srv, bot):
     assert (status, code) == (429, "resource_exhausted")
     m = re.match(r"^slow mode is active until (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d{1,9})?Z$", msg)
     assert m, msg
-    deadline = datetime.fromisoformat(m.group(1)).replace(tzinfo=timezone.utc).timestamp()
+    deadline = datetime.fromisoformat(m.group(1)).replace(tzinfo=UTC).timestamp()
     assert 55 <= deadline - t0 <= 62
     vs = bot.ok("RoomDirectoryService/GetRoom", {"roomId": w.general_id})["room"]["viewerState"]
     assert "slowModeNextPostAt" in vs
@@ -341,7 +374,9 @@ def test_edit_within_3h_window_then_expired(srv, bot):
     e = bot.ok("MessageService/UpdateMessage", {"roomId": w.general_id, "eventId": m["id"], "body": "v2"})["message"]
     assert e["body"] == "v2" and "updatedAt" in e
     srv.advance_clock(3 * 3600 + 1)
-    status, code, msg = err(bot.call("MessageService/UpdateMessage", {"roomId": w.general_id, "eventId": m["id"], "body": "v3"}))
+    status, code, msg = err(
+        bot.call("MessageService/UpdateMessage", {"roomId": w.general_id, "eventId": m["id"], "body": "v3"})
+    )
     assert (status, code, msg) == (400, "failed_precondition", "edit window has expired")
 
 
@@ -355,20 +390,31 @@ def test_backdated_message_is_outside_the_edit_window(srv):
 def test_only_the_author_edits_or_deletes_without_manage(srv, bot):
     w = srv.world
     m = srv.post(w.alice_id, w.general_id, "alice's")
-    assert err(bot.call("MessageService/UpdateMessage", {"roomId": w.general_id, "eventId": m.event_id, "body": "x"}))[1] == "permission_denied"
-    assert err(bot.call("MessageService/DeleteMessage", {"roomId": w.general_id, "eventId": m.event_id}))[1] == "permission_denied"
+    assert (
+        err(bot.call("MessageService/UpdateMessage", {"roomId": w.general_id, "eventId": m.event_id, "body": "x"}))[1]
+        == "permission_denied"
+    )
+    assert (
+        err(bot.call("MessageService/DeleteMessage", {"roomId": w.general_id, "eventId": m.event_id}))[1]
+        == "permission_denied"
+    )
 
 
 def test_delete_leaves_a_tombstone(srv, bot):
     w = srv.world
     root = srv.post(w.alice_id, w.general_id, "root")
-    r = bot.ok("MessageService/CreateMessage", {"roomId": w.general_id, "body": "oops", "threadRootEventId": root.event_id})["message"]
+    r = bot.ok(
+        "MessageService/CreateMessage", {"roomId": w.general_id, "body": "oops", "threadRootEventId": root.event_id}
+    )["message"]
     assert bot.ok("MessageService/DeleteMessage", {"roomId": w.general_id, "eventId": r["id"]}) == {"deleted": True}
     page = bot.ok("ThreadService/GetThreadEvents", {"roomId": w.general_id, "threadRootEventId": root.event_id})["page"]
     tomb = page["events"][1]["messagePosted"]["message"]
     assert tomb["id"] == r["id"] and "deletedAt" in tomb and "body" not in tomb
     assert page["events"][0]["messagePosted"]["message"]["thread"].get("replyCount", 0) == 0
-    assert err(bot.call("MessageService/GetMessage", {"roomId": w.general_id, "eventId": r["id"]}))[:2] == (404, "not_found")
+    assert err(bot.call("MessageService/GetMessage", {"roomId": w.general_id, "eventId": r["id"]}))[:2] == (
+        404,
+        "not_found",
+    )
 
 
 def test_get_message_other_room_is_not_found(srv, bot):
@@ -383,8 +429,12 @@ def test_reactions_by_shortcode(srv, bot):
     m = srv.post(w.alice_id, w.general_id, "react to me")
     base = {"roomId": w.general_id, "messageEventId": m.event_id}
     a = bot.ok("MessageService/AddReaction", dict(base, emoji="thumbsup"))
-    assert a["added"] is True and a["reaction"] == {"emoji": "thumbsup", "count": 1, "hasReacted": True,
-                                                    "previewUserIds": [w.bot_id]}
+    assert a["added"] is True and a["reaction"] == {
+        "emoji": "thumbsup",
+        "count": 1,
+        "hasReacted": True,
+        "previewUserIds": [w.bot_id],
+    }
     assert "added" not in bot.ok("MessageService/AddReaction", dict(base, emoji="thumbsup"))  # idempotent success
     for bad in ("👍", "Thumbsup", ":eyes:", ""):
         status, code, msg = err(bot.call("MessageService/AddReaction", dict(base, emoji=bad)))
@@ -400,8 +450,14 @@ def test_reaction_needs_message_react(srv):
     w = srv.world
     u, c = new_bot(srv, "message.post", room=w.general_id)
     m = srv.post(w.alice_id, w.general_id, "x")
-    assert err(c.call("MessageService/AddReaction", {"roomId": w.general_id, "messageEventId": m.event_id,
-                                                     "emoji": "eyes"}))[1] == "permission_denied"
+    assert (
+        err(
+            c.call(
+                "MessageService/AddReaction", {"roomId": w.general_id, "messageEventId": m.event_id, "emoji": "eyes"}
+            )
+        )[1]
+        == "permission_denied"
+    )
 
 
 def test_typing_indicator_needs_membership_only(srv):
@@ -528,8 +584,13 @@ def test_get_room_events_has_no_thread_replies_and_pages(srv, bot):
     assert kinds == ["roomCreated", "userJoinedRoom", "userJoinedRoom", "messagePosted"] and older["hasNewer"] is True
     after = bot.ok("RoomService/GetRoomEvents", {"roomId": w.general_id, "after": page["startCursor"]})["page"]
     assert _ids(after) == roots[2:]
-    thread_cur = bot.ok("ThreadService/GetThreadEvents", {"roomId": w.general_id, "threadRootEventId": roots[0]})["page"]["endCursor"]
-    assert err(bot.call("RoomService/GetRoomEvents", {"roomId": w.general_id, "after": thread_cur}))[1] == "invalid_argument"
+    thread_cur = bot.ok("ThreadService/GetThreadEvents", {"roomId": w.general_id, "threadRootEventId": roots[0]})[
+        "page"
+    ]["endCursor"]
+    assert (
+        err(bot.call("RoomService/GetRoomEvents", {"roomId": w.general_id, "after": thread_cur}))[1]
+        == "invalid_argument"
+    )
 
 
 # ----------------------------------------------------------------------------- faults and lifecycle
@@ -555,6 +616,7 @@ def test_fail_after_write_lands_the_message(srv, bot):
 
 def test_fail_with_disconnect(srv, bot):
     import httpx
+
     srv.fail_rpc("GetViewer", 1, "disconnect")
     with pytest.raises(httpx.TransportError):
         bot.call("ViewerService/GetViewer", {})
@@ -567,11 +629,15 @@ def test_restart_keeps_state_and_port(srv, bot):
     m = srv.post(w.alice_id, w.general_id, "survives")
     srv.restart_sync()
     assert srv.base_url == url
-    assert bot.ok("MessageService/GetMessage", {"roomId": w.general_id, "eventId": m.event_id})["message"]["body"] == "survives"
+    assert (
+        bot.ok("MessageService/GetMessage", {"roomId": w.general_id, "eventId": m.event_id})["message"]["body"]
+        == "survives"
+    )
 
 
 def test_down_refuses_connections_then_up_serves_again(srv, bot):
     import httpx
+
     srv.stop_sync()
     with pytest.raises(httpx.ConnectError):
         bot.call("ViewerService/GetViewer", {})
@@ -595,6 +661,11 @@ async def test_async_start_stop_and_context_manager():
 
 def test_create_thread_makes_an_empty_thread(srv, bot):
     w = srv.world
-    m = bot.ok("MessageService/CreateMessage", {"roomId": w.general_id, "body": "thread me", "createThread": True})["message"]
+    m = bot.ok("MessageService/CreateMessage", {"roomId": w.general_id, "body": "thread me", "createThread": True})[
+        "message"
+    ]
     assert m["thread"]["threadRootEventId"] == m["id"] and "replyCount" not in m["thread"]
-    assert err(bot.call("MessageService/CreateMessage", {"roomId": w.dm_id, "body": "x", "createThread": True}))[1] == "invalid_argument"
+    assert (
+        err(bot.call("MessageService/CreateMessage", {"roomId": w.dm_id, "body": "x", "createThread": True}))[1]
+        == "invalid_argument"
+    )

@@ -18,14 +18,19 @@ import pytest
 
 from hermes_chatto.testing import cli
 from hermes_chatto.testing.rawclient import RawRpc
-from support.paths import REPO
 
+from support.paths import REPO
 
 
 class Proc:
     def __init__(self, *args: str):
-        self.p = subprocess.Popen([sys.executable, "-m", "hermes_chatto.testing", *args], cwd=REPO,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.p = subprocess.Popen(
+            [sys.executable, "-m", "hermes_chatto.testing", *args],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
 
@@ -80,8 +85,11 @@ def test_cli_state_file_survives_a_restart(tmp_path):
     proc, env = start("--port", "0", "--state", str(state))
     try:
         alice = RawRpc(env["CHATTO_URL"], env["CHATTO_USER_KEY"])
-        general = next(r["room"]["id"] for r in alice.ok("RoomDirectoryService/ListRooms", {})["rooms"]
-                       if r["room"].get("name") == "general")
+        general = next(
+            r["room"]["id"]
+            for r in alice.ok("RoomDirectoryService/ListRooms", {})["rooms"]
+            if r["room"].get("name") == "general"
+        )
         mid = alice.ok("MessageService/CreateMessage", {"roomId": general, "body": "remember me"})["message"]["id"]
     finally:
         assert proc.stop() == 0
@@ -208,8 +216,7 @@ def test_read_waits_for_the_bots_reply(server, capsys):
 
     def answer_later():
         # answers once the waiting read has started (its first poll came back without a reply)
-        bot.ok("MessageService/CreateMessage", {"roomId": general, "body": "the answer",
-                                                 "threadRootEventId": root})
+        bot.ok("MessageService/CreateMessage", {"roomId": general, "body": "the answer", "threadRootEventId": root})
         posted.set()
 
     timer = threading.Timer(0.5, answer_later)
@@ -231,10 +238,10 @@ def test_grant_and_revoke_a_permission_for_the_bot(server, capsys):
         text = out_of(capsys, server, "revoke", "message.post-in-thread", "--room", "general")
         assert "revoked message.post-in-thread for helper_bot in general" in text
         status, data, _ = RawRpc(env["CHATTO_URL"], env["CHATTO_BOT_KEY"]).call(
-            "chatto.api.v1.MessageService/CreateMessage", body)
+            "chatto.api.v1.MessageService/CreateMessage", body
+        )
         assert status == 403 and data["code"] == "permission_denied"
-        granted = {p["permission"] for p in rooms_of(bot)["general"]["viewerState"]["permissions"]
-                   if p.get("granted")}
+        granted = {p["permission"] for p in rooms_of(bot)["general"]["viewerState"]["permissions"] if p.get("granted")}
         assert "message.post-in-thread" not in granted
     finally:
         text = out_of(capsys, server, "grant", "message.post-in-thread", "--room", "general")
@@ -278,8 +285,10 @@ def test_connection_problems_are_one_line_errors(server, capsys, monkeypatch):
 
 
 def test_missing_server_extra_is_named_in_one_line():
-    code = ("import sys; sys.modules['starlette'] = None; sys.modules['uvicorn'] = None\n"
-            "from hermes_chatto.testing.cli import main; raise SystemExit(main(['serve']))")
+    code = (
+        "import sys; sys.modules['starlette'] = None; sys.modules['uvicorn'] = None\n"
+        "from hermes_chatto.testing.cli import main; raise SystemExit(main(['serve']))"
+    )
     p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     lines = p.stderr.strip().splitlines()
@@ -344,6 +353,7 @@ def test_status_waits_until_the_bot_is_online(server, capsys):
             await rt.handshake()
             await asyncio.to_thread(done.wait, 30)
             await rt.close()
+
         asyncio.run(go())
 
     th = threading.Thread(target=bot_online, daemon=True)

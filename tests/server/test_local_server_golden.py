@@ -19,6 +19,7 @@ import pytest
 from hermes_chatto.testing import LocalChatto
 from hermes_chatto.testing.rawclient import RawRealtime, RawRpc, op_names
 from hermes_chatto.wire.proto import chatto_pb2 as pb
+
 from support.paths import WIRE_FIXTURES
 
 FIXTURES = Path(os.environ.get("CHATTO_WIRE_FIXTURES") or WIRE_FIXTURES)
@@ -52,8 +53,16 @@ def world():
     alice = srv.create_user("alice", "Alice Schröder")
     bob = srv.create_user("bob", "Bob Kowalski")
     bot, key = srv.create_bot("helper_bot", "Ops Helper")
-    srv.grant(None, bot.id, "room.join", "room.list", "message.post", "message.post-in-thread",
-              "message.attach", "message.react")
+    srv.grant(
+        None,
+        bot.id,
+        "room.join",
+        "room.list",
+        "message.post",
+        "message.post-in-thread",
+        "message.attach",
+        "message.react",
+    )
     general = srv.create_channel("general", [alice.id, bob.id, bot.id], created_by=alice.id)
     dm = srv.open_dm(alice.id, bot.id)
     srv.post(alice.id, dm, "hi! are you the new helper bot?")
@@ -74,8 +83,11 @@ async def test_golden_frames_for_manifest_scenarios(world, manifest):
         assert hs.hello.protocol_version == g_hello["protocol_version"]
         assert hs.hello.server_version == g_hello["server_version"]
         assert hs.hello.heartbeat_interval_seconds == g_hello["heartbeat_interval_seconds"]
-        want = [f["expect"]["projection_event"]["operation_names"] for name, f in sorted(manifest.items())
-                if f.get("scenario") == 1 and f["expect"].get("frame") == "projection_event"]
+        want = [
+            f["expect"]["projection_event"]["operation_names"]
+            for name, f in sorted(manifest.items())
+            if f.get("scenario") == 1 and f["expect"].get("frame") == "projection_event"
+        ]
         assert [op_names(e) for e in hs.catchup] == want
         assert all(not e.HasField("resume_cursor") and not e.HasField("actor_id") for e in hs.catchup)
         assert hs.caught_up.cursor and not hs.caught_up.cursor.startswith("tl:")
@@ -94,7 +106,11 @@ async def test_golden_frames_for_manifest_scenarios(world, manifest):
         assert ev_tc.id != reply_id and ev_tc.operations[0].room_timeline_event_upsert.event.id == root.event_id
         ev = await rt.next_projection()
         assert op_names(ev) == golden_ops(manifest, "03-02_")
-        ups = [o.room_timeline_event_upsert for o in ev.operations if o.WhichOneof("operation") == "room_timeline_event_upsert"]
+        ups = [
+            o.room_timeline_event_upsert
+            for o in ev.operations
+            if o.WhichOneof("operation") == "room_timeline_event_upsert"
+        ]
         assert ev.id == reply_id
         assert [u.event.id for u in ups] == [reply_id, root.event_id]
         assert ups[1].event.message_posted.message.thread.reply_count == 1
@@ -120,7 +136,9 @@ async def test_golden_frames_for_manifest_scenarios(world, manifest):
         assert tomb.HasField("deleted_at") and not tomb.HasField("body")
 
         # scenario 7: alice reacts on a bot root message
-        bot_root = rpc.ok("MessageService/CreateMessage", {"roomId": general, "body": "Deploy finished."})["message"]["id"]
+        bot_root = rpc.ok("MessageService/CreateMessage", {"roomId": general, "body": "Deploy finished."})["message"][
+            "id"
+        ]
         await rt.next_projection()  # the bot's own root echo
         srv.react(alice.id, general, bot_root, "thumbsup")
         ev = await rt.next_projection()
@@ -171,20 +189,26 @@ async def test_golden_connect_shapes(world, manifest):
     rpc = RawRpc(srv.base_url, key)
     root = srv.post(alice.id, general, "@helper_bot ping")
     r1 = srv.reply(bot.id, general, root.event_id, "pong")
-    first = rpc.ok("ThreadService/GetThreadEvents", {"roomId": general, "threadRootEventId": root.event_id, "limit": 50})
+    first = rpc.ok(
+        "ThreadService/GetThreadEvents", {"roomId": general, "threadRootEventId": root.event_id, "limit": 50}
+    )
     g6 = golden(manifest, "06_GetThreadEvents.response")
     assert first["page"]["events"][0]["id"] == root.event_id  # root_included
     assert g6["root_included"] is True
     assert first["page"]["startCursor"].startswith("tl:") and first["page"]["endCursor"].startswith("tl:")
     assert "hasOlder" not in first["page"] and "hasNewer" not in first["page"]
     r2 = srv.reply(alice.id, general, root.event_id, "thanks")
-    after = rpc.ok("ThreadService/GetThreadEvents", {"roomId": general, "threadRootEventId": root.event_id,
-                                                      "limit": 50, "after": first["page"]["endCursor"]})
+    after = rpc.ok(
+        "ThreadService/GetThreadEvents",
+        {"roomId": general, "threadRootEventId": root.event_id, "limit": 50, "after": first["page"]["endCursor"]},
+    )
     g8 = golden(manifest, "08_GetThreadEvents_after.response")
     assert [e["id"] for e in after["page"]["events"]] == [r2.event_id]
     assert after["page"].get("hasOlder") is g8["has_older"] is True
-    empty = rpc.ok("ThreadService/GetThreadEvents", {"roomId": general, "threadRootEventId": root.event_id,
-                                                      "limit": 50, "after": after["page"]["endCursor"]})
+    empty = rpc.ok(
+        "ThreadService/GetThreadEvents",
+        {"roomId": general, "threadRootEventId": root.event_id, "limit": 50, "after": after["page"]["endCursor"]},
+    )
     with open(FIXTURES / "connect" / "09_GetThreadEvents_empty.response.json", encoding="utf-8") as fh:
         assert empty == json.load(fh)
     assert r1.event_id in [e["id"] for e in first["page"]["events"]]
@@ -206,8 +230,10 @@ async def test_server_frames_classify_like_golden(world, manifest):
     bot_id_golden = json.loads((FIXTURES / "manifest.json").read_text())["actors"]["bot"]["id"]
     async with RawRealtime(srv.ws_url, key) as rt:
         await rt.handshake(retained=[general, dm])
-        for stem, act in (("02-01_", lambda: srv.post(alice.id, general, "@helper_bot hi")),
-                          ("08-01_", lambda: srv.post(alice.id, dm, "hello bot"))):
+        for stem, act in (
+            ("02-01_", lambda: srv.post(alice.id, general, "@helper_bot hi")),
+            ("08-01_", lambda: srv.post(alice.id, dm, "hello bot")),
+        ):
             act()
             ours = await rt.recv_kind("projection_event")
             name = next(n for n in manifest if stem in n)

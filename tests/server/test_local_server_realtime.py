@@ -12,8 +12,13 @@ from hermes_chatto.testing import LocalChatto
 from hermes_chatto.testing.rawclient import RawRealtime, RawRpc, op_names
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
-CAPS = ["chatto.realtime.events.live.v1", "chatto.realtime.heartbeat.v1", "chatto.realtime.ping.v1",
-        "chatto.realtime.events.resume.v1", "chatto.realtime.projection.v1"]
+CAPS = [
+    "chatto.realtime.events.live.v1",
+    "chatto.realtime.heartbeat.v1",
+    "chatto.realtime.ping.v1",
+    "chatto.realtime.events.resume.v1",
+    "chatto.realtime.projection.v1",
+]
 
 
 @pytest.fixture()
@@ -137,13 +142,19 @@ async def test_reset_path_catch_up_order(srv):
     names = [op_names(e) for e in hs.catchup]
     assert all(len(n) == 1 for n in names[:-1])  # one event per operation
     flat = [n[0] for n in names[:-1]]
-    assert flat == (["reset", "server_upsert", "server_state_upsert", "viewer_upsert"] + ["user_upsert"] * 2
-                    + ["room_upsert"] * 2 + ["room_groups_replace", "notification_occurrences_replace",
-                                             "active_calls_replace", "room_timeline_replace"])
+    assert flat == (
+        ["reset", "server_upsert", "server_state_upsert", "viewer_upsert"]
+        + ["user_upsert"] * 2
+        + ["room_upsert"] * 2
+        + ["room_groups_replace", "notification_occurrences_replace", "active_calls_replace", "room_timeline_replace"]
+    )
     assert names[-1][0] == "viewer_upsert" and "presences_replace" in names[-1]  # reconciliation
     assert all(not e.HasField("resume_cursor") for e in hs.catchup)
-    rooms = {e.operations[0].room_upsert.room.room.id: e.operations[0].room_upsert for e in hs.catchup
-             if op_names(e) == ["room_upsert"]}
+    rooms = {
+        e.operations[0].room_upsert.room.room.id: e.operations[0].room_upsert
+        for e in hs.catchup
+        if op_names(e) == ["room_upsert"]
+    }
     assert list(rooms[w.general_id].member_user_ids) == [w.alice_id, w.bot_id]  # retained → members
     dm = rooms[w.dm_id]
     assert dm.HasField("has_message_history") and not dm.has_message_history  # empty DM is in the projection
@@ -251,7 +262,11 @@ async def test_thread_reply_is_two_upserts_without_room_activity(srv):
         ev = await kept.next_projection()
         assert op_names(tc) == ["room_timeline_event_upsert"] and tc.id not in (root.event_id, r1.event_id)
         assert ev.id == r1.event_id
-        assert op_names(ev)[:3] == ["room_viewer_state_replace", "room_timeline_event_upsert", "room_timeline_event_upsert"]
+        assert op_names(ev)[:3] == [
+            "room_viewer_state_replace",
+            "room_timeline_event_upsert",
+            "room_timeline_event_upsert",
+        ]
         assert "room_activity" not in op_names(ev)
         reply_row = ev.operations[1].room_timeline_event_upsert.event.message_posted.message
         root_row = ev.operations[2].room_timeline_event_upsert.event.message_posted.message
@@ -272,7 +287,11 @@ async def test_follow_state_adds_thread_viewer_states_replace(srv):
         ev = await sock.next_projection()
     assert op_names(ev)[-1] == "thread_viewer_states_replace"
     st = ev.operations[-1].thread_viewer_states_replace.states[0]
-    assert (st.thread_root_event_id, st.viewer_state.is_following, st.viewer_state.has_unread) == (root.event_id, True, True)
+    assert (st.thread_root_event_id, st.viewer_state.is_following, st.viewer_state.has_unread) == (
+        root.event_id,
+        True,
+        True,
+    )
 
 
 async def test_edit_delete_reaction_shapes(srv):
@@ -291,7 +310,9 @@ async def test_edit_delete_reaction_shapes(srv):
         srv.react(w.alice_id, w.general_id, m.event_id, "eyes")
         ev = await sock.next_projection()
         up = ev.operations[0].room_timeline_event_upsert
-        assert up.HasField("reaction_change") and up.reaction_change.action == pb.REALTIME_PROJECTION_REACTION_ACTION_ADDED
+        assert (
+            up.HasField("reaction_change") and up.reaction_change.action == pb.REALTIME_PROJECTION_REACTION_ACTION_ADDED
+        )
         assert up.event.message_posted.message.reactions[0].count == 1
         srv.unreact(w.alice_id, w.general_id, m.event_id, "eyes")
         ev = await sock.next_projection()
@@ -399,7 +420,11 @@ async def test_hydrate_cap_64_is_non_fatal(srv):
         await sock.handshake(retained=[f"R{i:014d}" for i in range(64)])
         await sock.send(pb.RealtimeClientFrame(hydrate_room=pb.RealtimeHydrateRoom(room_id=srv.world.general_id)))
         f = await sock.recv_kind("error")
-        assert (f.error.code, f.error.fatal, f.error.room_id) == ("too_many_retained_rooms", False, srv.world.general_id)
+        assert (f.error.code, f.error.fatal, f.error.room_id) == (
+            "too_many_retained_rooms",
+            False,
+            srv.world.general_id,
+        )
         await sock.send(pb.RealtimeClientFrame(ping=pb.RealtimePing(nonce="still-open")))
         assert (await sock.recv_kind("pong")).pong.nonce == "still-open"
 
@@ -527,7 +552,9 @@ async def test_protocol_1_server_rejects_v2_and_speaks_v1(srv):
 async def test_auth_backend_down(srv):
     srv.set_auth_backend_down()
     assert RawRpc(srv.base_url, srv.world.bot_key).call("ViewerService/GetViewer", {})[:2] == (
-        503, {"code": "unavailable", "message": "authentication backend unavailable"})
+        503,
+        {"code": "unavailable", "message": "authentication backend unavailable"},
+    )
     async with rt(srv) as sock:
         await sock.send_hello()
         await expect_fatal(sock, "temporarily_unavailable", 1013)

@@ -53,7 +53,7 @@ class FakeServer:
     ids: Any = field(default_factory=lambda: itertools.count(1))
 
     @classmethod
-    def demo(cls) -> "FakeServer":
+    def demo(cls) -> FakeServer:
         s = cls()
         s.rooms[GENERAL] = ChattoRoom(id=GENERAL, kind="channel", name="general", is_member=True)
         s.rooms[DM] = ChattoRoom(id=DM, kind="dm", name="", is_member=True)
@@ -63,9 +63,15 @@ class FakeServer:
         return f"E{next(self.ids):014d}"
 
     def post(self, author: ChattoUser, room: str, body: str, *, thread_root: str = "") -> ChattoMessage:
-        m = ChattoMessage(event_id=self.new_id(), room_id=room, author_id=author.id, body=body,
-                          created_at=1_700_000_000.0 + len(self.order), thread_root_event_id=thread_root,
-                          author=author)
+        m = ChattoMessage(
+            event_id=self.new_id(),
+            room_id=room,
+            author_id=author.id,
+            body=body,
+            created_at=1_700_000_000.0 + len(self.order),
+            thread_root_event_id=thread_root,
+            author=author,
+        )
         self.messages[m.event_id] = m
         self.order.append(m.event_id)
         return m
@@ -104,8 +110,9 @@ class FakeClient:
             raise ChattoNotFound("room not found")
         return self.s.rooms[room_id]
 
-    async def create_message(self, room_id, body, *, thread_root_event_id="", in_reply_to="",
-                             also_send_to_channel=False):
+    async def create_message(
+        self, room_id, body, *, thread_root_event_id="", in_reply_to="", also_send_to_channel=False
+    ):
         self.s.calls.append("CreateMessage")
         self.s.creates += 1
         if self.s.creates in self.s.fail_create:
@@ -166,8 +173,7 @@ class FakeClient:
 class FakeRealtime:
     """A realtime session that is immediately caught up and delivers what tests push."""
 
-    def __init__(self, base_url, token, *, on_event, retained_rooms=lambda: [], resume_cursor=None,
-                 on_cursor=None, **_kw):
+    def __init__(self, base_url, token, *, on_event, retained_rooms=list, resume_cursor=None, on_cursor=None, **_kw):
         self.on_event = on_event
         self.retained_rooms = retained_rooms
         self.caught_up = asyncio.Event()
@@ -201,8 +207,13 @@ class CreateRecorder:
         if self.n in self.fail_at:
             raise self.fail_at[self.n]
         self.calls.append((room_id, body, thread_root_event_id))
-        return ChattoMessage(event_id=f"E{self.n}", room_id=room_id, author_id="Ubot", body=body,
-                             thread_root_event_id=thread_root_event_id)
+        return ChattoMessage(
+            event_id=f"E{self.n}",
+            room_id=room_id,
+            author_id="Ubot",
+            body=body,
+            thread_root_event_id=thread_root_event_id,
+        )
 
 
 class Clock:
@@ -249,8 +260,14 @@ class FakeAgent:
         return str(self.reply)
 
     async def run(self, runner, message, context_prompt, history, source, session_id, session_key=None, **kw):
-        call = AgentCall(message=message, context_prompt=context_prompt, source=source, session_id=session_id,
-                         session_key=session_key, history=list(history or []))
+        call = AgentCall(
+            message=message,
+            context_prompt=context_prompt,
+            source=source,
+            session_id=session_id,
+            session_key=session_key,
+            history=list(history or []),
+        )
         self.calls.append(call)
         self.started.set()
         if self.gate is not None:
@@ -314,17 +331,23 @@ class ProfileAgent:
 
         from hermes_chatto.tools import chatto_send_message
 
-        call = ProfileCall(profile=get_active_profile_name(), source_profile=source.profile, chat_id=source.chat_id,
-                    thread_id=source.thread_id, user_id=source.user_id, message=message)
+        call = ProfileCall(
+            profile=get_active_profile_name(),
+            source_profile=source.profile,
+            chat_id=source.chat_id,
+            thread_id=source.thread_id,
+            user_id=source.user_id,
+            message=message,
+        )
         self.calls.append(call)
         if self.expect and len(self.calls) >= self.expect:
             self.all_started.set()
         m = re.search(r"TOOL->(\S+)", message)
         if m:
-            out = await asyncio.to_thread(chatto_send_message,
-                                          {"room": m.group(1), "text": f"tool post by {call.profile}"})
+            out = await asyncio.to_thread(
+                chatto_send_message, {"room": m.group(1), "text": f"tool post by {call.profile}"}
+            )
             call.tool = json.loads(out)
         if self.expect:
             await asyncio.wait_for(self.all_started.wait(), 20)
-        return {"final_response": f"[{call.profile}] pong: {message}", "messages": [], "api_calls": 0,
-                "tools": []}
+        return {"final_response": f"[{call.profile}] pong: {message}", "messages": [], "api_calls": 0, "tools": []}

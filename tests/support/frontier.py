@@ -58,15 +58,28 @@ class FakeThread:
         return self.clock
 
     def post_root(self, author: str, body: str) -> ChattoMessage:
-        m = ChattoMessage(event_id=self._id(), room_id=self.room_id, author_id=author, body=body,
-                          created_at=self._tick(), author=USERS.get(author))
+        m = ChattoMessage(
+            event_id=self._id(),
+            room_id=self.room_id,
+            author_id=author,
+            body=body,
+            created_at=self._tick(),
+            author=USERS.get(author),
+        )
         self.roots[m.event_id] = m
         self.replies[m.event_id] = []
         return m
 
     def reply(self, root: str, author: str, body: str) -> ChattoMessage:
-        m = ChattoMessage(event_id=self._id(), room_id=self.room_id, author_id=author, body=body,
-                          created_at=self._tick(), thread_root_event_id=root, author=USERS.get(author))
+        m = ChattoMessage(
+            event_id=self._id(),
+            room_id=self.room_id,
+            author_id=author,
+            body=body,
+            created_at=self._tick(),
+            thread_root_event_id=root,
+            author=USERS.get(author),
+        )
         self.replies[root].append(m)
         return m
 
@@ -74,23 +87,45 @@ class FakeThread:
         lst = self.replies[root]
         for i, m in enumerate(lst):
             if m.event_id == event_id:
-                lst[i] = ChattoMessage(event_id=m.event_id, room_id=m.room_id, author_id=m.author_id, body=None,
-                                       created_at=m.created_at, deleted_at=self._tick(),
-                                       thread_root_event_id=root, author=m.author)
+                lst[i] = ChattoMessage(
+                    event_id=m.event_id,
+                    room_id=m.room_id,
+                    author_id=m.author_id,
+                    body=None,
+                    created_at=m.created_at,
+                    deleted_at=self._tick(),
+                    thread_root_event_id=root,
+                    author=m.author,
+                )
 
     def _root_view(self, root: str) -> ChattoMessage:
         m = self.roots[root]
         n = len(self.replies[root])
-        return ChattoMessage(event_id=m.event_id, room_id=m.room_id, author_id=m.author_id, body=m.body,
-                             created_at=m.created_at, reply_count=n, has_thread=n > 0, author=m.author)
+        return ChattoMessage(
+            event_id=m.event_id,
+            room_id=m.room_id,
+            author_id=m.author_id,
+            body=m.body,
+            created_at=m.created_at,
+            reply_count=n,
+            has_thread=n > 0,
+            author=m.author,
+        )
 
     def _seal(self, root: str, seq: int) -> str:
         tok = "tl:" + secrets.token_urlsafe(18)
         self._cursors[tok] = (root, seq)
         return tok
 
-    async def get_thread_events(self, room_id: str, thread_root_event_id: str, *, limit: int | None = None,
-                                after: str | None = None, before: str | None = None) -> TimelinePage:
+    async def get_thread_events(
+        self,
+        room_id: str,
+        thread_root_event_id: str,
+        *,
+        limit: int | None = None,
+        after: str | None = None,
+        before: str | None = None,
+    ) -> TimelinePage:
         if after == "" or before == "":
             raise ValueError("empty cursor")
         assert before is None, "the frontier never pages backwards"
@@ -115,19 +150,27 @@ class FakeThread:
             has_newer = bool(sel) and sel[-1][0] < len(reps) - 1
         start_c = self._seal(root, sel[0][0]) if sel else ""
         end_c = self._seal(root, sel[-1][0]) if sel else ""
-        return TimelinePage(messages=msgs, start_cursor=start_c, end_cursor=end_c, has_older=has_older,
-                            has_newer=has_newer, users=dict(USERS))
+        return TimelinePage(
+            messages=msgs,
+            start_cursor=start_c,
+            end_cursor=end_c,
+            has_older=has_older,
+            has_newer=has_newer,
+            users=dict(USERS),
+        )
 
-    async def get_thread_events_around(self, room_id: str, thread_root_event_id: str, event_id: str,
-                                       limit: int | None = None) -> tuple[TimelinePage, int]:
+    async def get_thread_events_around(
+        self, room_id: str, thread_root_event_id: str, event_id: str, limit: int | None = None
+    ) -> tuple[TimelinePage, int]:
         """``GetThreadEventsAround`` (§2.8): root at index 0, then the anchor (``limit`` 1)."""
         root = thread_root_event_id
         self.calls.append({"root": root, "around": event_id, "limit": limit})
         if room_id != self.room_id or root not in self.roots:
             raise ChattoInvalidArgument("not a thread root")
         if event_id == root:  # anchor = root: the root, then the first ``limit`` replies
-            return TimelinePage(messages=(self._root_view(root), *self.replies[root][: (limit or 1)]),
-                                users=dict(USERS)), 0
+            return TimelinePage(
+                messages=(self._root_view(root), *self.replies[root][: (limit or 1)]), users=dict(USERS)
+            ), 0
         hit = [m for m in self.replies[root] if m.event_id == event_id]
         if not hit:
             raise ChattoNotFound("message not found")
@@ -147,8 +190,17 @@ class Sim:
     every thread message (retained rooms), ``block_for_turn`` before each turn,
     ``note_sent`` after the agent's reply."""
 
-    def __init__(self, tmp_path, *, retained: bool = True, window: int = 20, max_bytes: int = 8_000,
-                 store: bool = True, session_id: str | None = "S1", key: str = "agent:main:chatto:group:R:T"):
+    def __init__(
+        self,
+        tmp_path,
+        *,
+        retained: bool = True,
+        window: int = 20,
+        max_bytes: int = 8_000,
+        store: bool = True,
+        session_id: str | None = "S1",
+        key: str = "agent:main:chatto:group:R:T",
+    ):
         self.thread = FakeThread()
         self.path = tmp_path / "chatto" / "state.sqlite3"
         self.store = FrontierStore(self.path) if store else None
@@ -161,8 +213,14 @@ class Sim:
         self.blocks: list[str | None] = []
 
     def _new_frontier(self) -> ThreadFrontier:
-        return ThreadFrontier(self.store, self.thread.get_thread_events, BOT, window=self.window,
-                              max_bytes=self.max_bytes, fetch_around=self.thread.get_thread_events_around)
+        return ThreadFrontier(
+            self.store,
+            self.thread.get_thread_events,
+            BOT,
+            window=self.window,
+            max_bytes=self.max_bytes,
+            fetch_around=self.thread.get_thread_events_around,
+        )
 
     def check(self) -> None:
         """Every in-memory session ledger is sound (``SessionLedger.assert_invariants``)."""
@@ -200,8 +258,9 @@ class Sim:
         self.check()
         return m
 
-    async def turn(self, body: str, *, author: str = ALICE, reply: str | None = "ok",
-                   trigger: ChattoMessage | None = None) -> str | None:
+    async def turn(
+        self, body: str, *, author: str = ALICE, reply: str | None = "ok", trigger: ChattoMessage | None = None
+    ) -> str | None:
         if trigger is None:
             trigger = self.thread.reply(self.root, author, body)
             self._observe(trigger)

@@ -60,7 +60,7 @@ def wire_adapter(runner: Any, adapter: Any) -> None:
     adapter._busy_text_mode = runner._busy_text_mode
 
 
-async def start_gateway(chatto_world: Any, monkeypatch: Any, ids: dict, *, agent: "FakeAgent") -> "Gateway":
+async def start_gateway(chatto_world: Any, monkeypatch: Any, ids: dict, *, agent: FakeAgent) -> Gateway:
     """A connected real ``GatewayRunner`` + ``ChattoAdapter`` for ``chatto_world``, with
     ``GatewayRunner._run_agent`` replaced by ``agent`` and the adapter wired exactly like
     ``GatewayRunner.start``. The caller has written the config and environment."""
@@ -86,10 +86,19 @@ async def start_gateway(chatto_world: Any, monkeypatch: Any, ids: dict, *, agent
     return Gateway(runner=runner, adapter=adapter, agent=agent, world=chatto_world, ids=ids)
 
 
-async def build_gateway(chatto_world: Any, monkeypatch: Any, write_config: Callable[..., Path], *,
-                        agent: "FakeAgent", allow_all: bool = True, allowed_users: str | None = None,
-                        extra: dict | None = None, env: dict | None = None, home_channel: bool = True,
-                        top: dict | None = None) -> "Gateway":
+async def build_gateway(
+    chatto_world: Any,
+    monkeypatch: Any,
+    write_config: Callable[..., Path],
+    *,
+    agent: FakeAgent,
+    allow_all: bool = True,
+    allowed_users: str | None = None,
+    extra: dict | None = None,
+    env: dict | None = None,
+    home_channel: bool = True,
+    top: dict | None = None,
+) -> Gateway:
     """Point the Chatto env vars and ``config.yaml`` at ``chatto_world`` and return
     :func:`start_gateway`'s connected :class:`Gateway`. ``env`` values of ``None`` unset
     the variable; ``home_channel`` sets ``CHATTO_HOME_CHANNEL`` to the demo channel (no

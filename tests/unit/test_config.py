@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from support.paths import REPO
 
 BOT_A = "cht_BK_UaaaaaaaaaaaaaA.c2VjcmV0LWZvci1ib3QtYQ"
@@ -38,8 +39,10 @@ EXPECTED_NAMES = {
 
 #: attribute -> list of (env string, equivalent YAML value, expected parsed value)
 KIND_SAMPLES = {
-    "url": [("https://Chat.Example.com/", "https://chat.example.com", "https://chat.example.com"),
-            ("http://127.0.0.1:8080/chatto//", "http://127.0.0.1:8080/chatto", "http://127.0.0.1:8080/chatto")],
+    "url": [
+        ("https://Chat.Example.com/", "https://chat.example.com", "https://chat.example.com"),
+        ("http://127.0.0.1:8080/chatto//", "http://127.0.0.1:8080/chatto", "http://127.0.0.1:8080/chatto"),
+    ],
     "allowed_users": [("U1, U2,,U3", ["U1", "U2", "U3"], ["U1", "U2", "U3"]), ("*", ["*"], ["*"])],
     "allow_all_users": [("yes", True, True), ("off", False, False), ("1", 1, True), ("ON", "on", True)],
     "home_channel": [(" R123 ", "R123", "R123")],
@@ -47,8 +50,7 @@ KIND_SAMPLES = {
     "require_mention": [("false", False, False), ("no", "No", False), ("on", True, True)],
     "free_response_rooms": [("general,#random", ["general", "#random"], ["general", "#random"])],
     "reply_in_thread": [("0", False, False), ("true", True, True)],
-    "ack_reaction": [("off", "", ""), (":white_check_mark:", "white_check_mark", "white_check_mark"),
-                     ("", None, "")],
+    "ack_reaction": [("off", "", ""), (":white_check_mark:", "white_check_mark", "white_check_mark"), ("", None, "")],
     "done_reaction": [("thumbsup", "thumbsup", "thumbsup"), ("none", False, "")],
     "thread_context_window": [("30", 30, 30), ("0", 0, 0)],
     "thread_context_max_bytes": [("16_000", 16000, 16000)],
@@ -66,7 +68,7 @@ def home(tmp_path, monkeypatch):
     import os
 
     for k in list(os.environ):
-        if k.startswith("CHATTO_") or k.startswith("GATEWAY_ALLOW"):
+        if k.startswith(("CHATTO_", "GATEWAY_ALLOW")):
             monkeypatch.delenv(k)
     from hermes_chatto.config import clear_settings_cache
 
@@ -121,7 +123,7 @@ def test_three_names_are_coordinated_for_every_field(home):
     assert set(ChattoSettings.model_fields) == set(EXPECTED_NAMES)
     assert [r[0] for r in SETTINGS_TABLE] == list(ChattoSettings.model_fields)
     md = settings_table_markdown()
-    for attr, env, yaml_key, kind, default, doc in SETTINGS_TABLE:
+    for attr, env, yaml_key, kind, _default, doc in SETTINGS_TABLE:
         assert (env, yaml_key) == EXPECTED_NAMES[attr]
         assert setting_names(attr) == (attr, env, yaml_key)
         assert doc and kind in {"url", "secret", "list", "bool", "int", "str"}
@@ -155,7 +157,9 @@ def test_kinds_parse_identically_from_env_and_extra(home, attr):
             from_env = getattr(ChattoSettings.resolve({}), attr)
         with _scope({}):
             from_yaml_str = getattr(ChattoSettings.resolve({yaml_key: env_raw}), attr)
-            from_yaml_typed = getattr(ChattoSettings.resolve({yaml_key: yaml_raw}), attr) if yaml_raw is not None else expected
+            from_yaml_typed = (
+                getattr(ChattoSettings.resolve({yaml_key: yaml_raw}), attr) if yaml_raw is not None else expected
+            )
         if env_raw.strip() == "" and attr not in ("ack_reaction", "done_reaction", "allowed_users"):
             continue
         assert from_env == from_yaml_str == from_yaml_typed == expected, (attr, env_raw)
@@ -189,7 +193,7 @@ def test_os_environ_is_not_read_inside_a_scope(home, monkeypatch):
 
 
 def test_pconfig_home_channel_is_the_fallback_for_home_settings(home):
-    from gateway.config import HomeChannel, PlatformConfig, Platform  # noqa: F401
+    from gateway.config import HomeChannel, Platform, PlatformConfig  # noqa: F401
 
     from hermes_chatto.config import load_settings
 
@@ -205,8 +209,16 @@ def test_pconfig_home_channel_is_the_fallback_for_home_settings(home):
 # ------------------------------------------------------------------------------ errors
 
 
-@pytest.mark.parametrize("bad_url", ["chat.example.com", "ftp://chat.example.com", "https://chat.example.com/api/connect",
-                                     "https://u:p@chat.example.com", "https://chat.example.com/?x=1"])
+@pytest.mark.parametrize(
+    "bad_url",
+    [
+        "chat.example.com",
+        "ftp://chat.example.com",
+        "https://chat.example.com/api/connect",
+        "https://u:p@chat.example.com",
+        "https://chat.example.com/?x=1",
+    ],
+)
 def test_invalid_url_names_all_three_names(home, bad_url):
     from hermes_chatto.config import ChattoConfigError, load_settings
 
@@ -220,13 +232,16 @@ def test_invalid_url_names_all_three_names(home, bad_url):
     assert isinstance(ei.value, ValueError)
 
 
-@pytest.mark.parametrize("bad_key", [
-    "cht_BK_Ushort.c2VjcmV0LWZvci1ib3QtYQ",                 # user id too short
-    "Bearer " + BOT_A,                                       # pasted with the header prefix
-    "cht_UK_UaaaaaaaaaaaaaA.c2VjcmV0LWZvci1ib3QtYQ",       # not a bot key
-    BOT_A + "!",                                             # not base64url
-    "cht_BK_UaaaaaaaaaaaaaA",                                # no secret part
-])
+@pytest.mark.parametrize(
+    "bad_key",
+    [
+        "cht_BK_Ushort.c2VjcmV0LWZvci1ib3QtYQ",  # user id too short
+        "Bearer " + BOT_A,  # pasted with the header prefix
+        "cht_UK_UaaaaaaaaaaaaaA.c2VjcmV0LWZvci1ib3QtYQ",  # not a bot key
+        BOT_A + "!",  # not base64url
+        "cht_BK_UaaaaaaaaaaaaaA",  # no secret part
+    ],
+)
 def test_invalid_key_message_names_three_names_and_never_contains_the_key(home, bad_key, caplog):
     from hermes_chatto.config import ChattoConfigError, ChattoSettings, load_settings, validate_config
 
@@ -258,9 +273,14 @@ def test_invalid_key_message_names_three_names_and_never_contains_the_key(home, 
 def test_other_kind_errors_name_the_setting(home):
     from hermes_chatto.config import ChattoConfigError, ChattoSettings
 
-    cases = {"thread_context_window": "twenty", "require_mention": "maybe", "ack_reaction": "👀",
-             "wire_log_level": "LOUD", "thread_context_max_bytes": -1,
-             "retained_rooms": ",".join(f"R{i}" for i in range(65))}
+    cases = {
+        "thread_context_window": "twenty",
+        "require_mention": "maybe",
+        "ack_reaction": "👀",
+        "wire_log_level": "LOUD",
+        "thread_context_max_bytes": -1,
+        "retained_rooms": ",".join(f"R{i}" for i in range(65)),
+    }
     for attr, raw in cases.items():
         env, yaml_key = EXPECTED_NAMES[attr]
         with _scope({}):
@@ -304,10 +324,18 @@ def test_cache_is_keyed_per_profile_scope_with_real_runtime_scope(home, tmp_path
     from hermes_chatto import compat
     from hermes_chatto.config import cache_size, load_settings
 
-    a = _profile(tmp_path, "alpha", {"CHATTO_URL": "https://chat.example", "CHATTO_BOT_KEY": BOT_A},
-                 extra={"require_mention": False})
-    b = _profile(tmp_path, "beta", {"CHATTO_URL": "https://chat.example", "CHATTO_BOT_KEY": BOT_B},
-                 extra={"require_mention": True})
+    a = _profile(
+        tmp_path,
+        "alpha",
+        {"CHATTO_URL": "https://chat.example", "CHATTO_BOT_KEY": BOT_A},
+        extra={"require_mention": False},
+    )
+    b = _profile(
+        tmp_path,
+        "beta",
+        {"CHATTO_URL": "https://chat.example", "CHATTO_BOT_KEY": BOT_B},
+        extra={"require_mention": True},
+    )
     with _profile_runtime_scope(a):
         sa = load_settings(None)
         key_a = compat.scope_key()
@@ -404,11 +432,19 @@ def test_env_enablement_shape(home):
 
     with _scope({}):
         assert env_enablement() is None
-    with _scope({"CHATTO_URL": "https://Chat.Example/", "CHATTO_BOT_KEY": BOT_A,
-                 "CHATTO_HOME_CHANNEL": "Rhome", "CHATTO_HOME_CHANNEL_THREAD_ID": "Eroot"}):
+    with _scope(
+        {
+            "CHATTO_URL": "https://Chat.Example/",
+            "CHATTO_BOT_KEY": BOT_A,
+            "CHATTO_HOME_CHANNEL": "Rhome",
+            "CHATTO_HOME_CHANNEL_THREAD_ID": "Eroot",
+        }
+    ):
         seed = env_enablement()
-    assert seed == {"url": "https://chat.example",
-                    "home_channel": {"chat_id": "Rhome", "name": "Home", "thread_id": "Eroot"}}
+    assert seed == {
+        "url": "https://chat.example",
+        "home_channel": {"chat_id": "Rhome", "name": "Home", "thread_id": "Eroot"},
+    }
     assert BOT_A not in repr(seed)
     with _scope({"CHATTO_BOT_KEY": BOT_A, "CHATTO_HOME_CHANNEL": "Rhome"}):
         assert env_enablement() == {"home_channel": {"chat_id": "Rhome", "name": "Home", "thread_id": None}}
@@ -420,20 +456,43 @@ def test_real_gateway_config_enables_and_reseeds_home_channel(home, tmp_path, mu
     from gateway.platform_registry import PlatformEntry, platform_registry
     from gateway.run import _profile_runtime_scope
 
-    from hermes_chatto.config import ALLOW_ALL_ENV, ALLOWED_USERS_ENV, HOME_CHANNEL_ENV, env_enablement, \
-        is_connected, validate_config
+    from hermes_chatto.config import (
+        ALLOW_ALL_ENV,
+        ALLOWED_USERS_ENV,
+        HOME_CHANNEL_ENV,
+        env_enablement,
+        is_connected,
+        validate_config,
+    )
 
     saved = platform_registry.get("chatto")
-    platform_registry.register(PlatformEntry(
-        name="chatto", label="Chatto", adapter_factory=lambda cfg: None, check_fn=lambda: True,
-        validate_config=validate_config, is_connected=is_connected, env_enablement_fn=env_enablement,
-        allowed_users_env=ALLOWED_USERS_ENV, allow_all_env=ALLOW_ALL_ENV, cron_deliver_env_var=HOME_CHANNEL_ENV,
-    ))
+    platform_registry.register(
+        PlatformEntry(
+            name="chatto",
+            label="Chatto",
+            adapter_factory=lambda cfg: None,
+            check_fn=lambda: True,
+            validate_config=validate_config,
+            is_connected=is_connected,
+            env_enablement_fn=env_enablement,
+            allowed_users_env=ALLOWED_USERS_ENV,
+            allow_all_env=ALLOW_ALL_ENV,
+            cron_deliver_env_var=HOME_CHANNEL_ENV,
+        )
+    )
     try:
         from gateway.config import Platform, load_gateway_config
 
-        on = _profile(tmp_path, "on", {"CHATTO_URL": "https://chat.example/", "CHATTO_BOT_KEY": BOT_A,
-                                       "CHATTO_HOME_CHANNEL": "Rhome", "CHATTO_HOME_CHANNEL_THREAD_ID": "Eroot"})
+        on = _profile(
+            tmp_path,
+            "on",
+            {
+                "CHATTO_URL": "https://chat.example/",
+                "CHATTO_BOT_KEY": BOT_A,
+                "CHATTO_HOME_CHANNEL": "Rhome",
+                "CHATTO_HOME_CHANNEL_THREAD_ID": "Eroot",
+            },
+        )
         off = _profile(tmp_path, "off", {"CHATTO_URL": "https://chat.example/"})
         with _profile_runtime_scope(on):
             cfg = load_gateway_config()

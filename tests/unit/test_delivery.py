@@ -16,6 +16,7 @@ from hermes_chatto.wire.errors import (
     ChattoResourceExhausted,
 )
 from hermes_chatto.wire.types import MAX_BODY_BYTES
+
 from support.fakes import CreateRecorder
 from support.text import mixed_text
 
@@ -154,8 +155,9 @@ async def test_deliver_stops_at_first_failure_and_names_chunk():
     assert r.describe().startswith("chunk 2 of 3 failed")
     # resume: chunk 1 is not re-sent
     c2 = CreateRecorder()
-    r2 = await deliver_chunks(c2, "R1", ["a", "b", "c"], thread_root_event_id="ROOT", start_index=1,
-                              already_sent=r.sent_ids)
+    r2 = await deliver_chunks(
+        c2, "R1", ["a", "b", "c"], thread_root_event_id="ROOT", start_index=1, already_sent=r.sent_ids
+    )
     assert r2.ok and [x[1] for x in c2.calls] == ["b", "c"] and r2.sent_ids == ["E1", "E1", "E2"]
 
 

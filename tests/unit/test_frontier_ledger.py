@@ -15,8 +15,9 @@ def ledger(**kw) -> SessionLedger:
     return SessionLedger("agent:main:chatto:group:R:T", "S1", "R", "T", **kw)
 
 
-def turn(led: SessionLedger, trigger: str, delivered: tuple[str, ...] = (), text: str = "",
-         block: str | None = None) -> None:
+def turn(
+    led: SessionLedger, trigger: str, delivered: tuple[str, ...] = (), text: str = "", block: str | None = None
+) -> None:
     """What the service does for one block: hold the trigger, hold what the block
     delivered, stage the turn."""
     led.take_trigger(trigger)
@@ -148,8 +149,9 @@ def test_view_unseen_dirty_and_reach():
 def test_apply_page_moves_the_view_and_keeps_owed_held():
     v = ThreadView("tl:a", ("T1",), fresh=False)
     v.unseen = {"E5", "E9"}
-    d = Delivery(messages=(), cursor="tl:e", held=("T1",), more_pending=False, page_ids=frozenset({"E5", "T1"}),
-                 complete=True)
+    d = Delivery(
+        messages=(), cursor="tl:e", held=("T1",), more_pending=False, page_ids=frozenset({"E5", "T1"}), complete=True
+    )
     v.apply_page(d, added=["R1"], owed=["O1"], retained=True, unseen_before={"E9"}, positions=({}, None))
     assert v.cursor == "tl:e" and list(v.held) == ["T1", "R1", "O1"] and v.covered and not v.pending
     assert v.unseen == set() and v.problems() == []

@@ -23,14 +23,30 @@ import pytest
 
 from support.frontier import ALICE, BOT, CAROL, ROOM, Sim, bodies
 
-async def run_seq(tmp_path, seed, *, window=20, max_bytes=8000, p_fail=0.2, p_ooo=0.3, p_restart=0.08,
-                  p_gap=0.1, retained=True, steps=40, p_silent=0.0, p_delete=0.0, p_merge=0.0, p_command=0.0):
+
+async def run_seq(
+    tmp_path,
+    seed,
+    *,
+    window=20,
+    max_bytes=8000,
+    p_fail=0.2,
+    p_ooo=0.3,
+    p_restart=0.08,
+    p_gap=0.1,
+    retained=True,
+    steps=40,
+    p_silent=0.0,
+    p_delete=0.0,
+    p_merge=0.0,
+    p_command=0.0,
+):
     rnd = random.Random(seed)
     s = Sim(tmp_path / f"s{seed}", window=window, max_bytes=max_bytes, retained=retained)
     s.root_post(ALICE, "root")
     n = 0
-    queue = []          # (trigger msg, block)
-    delivered = {}      # body -> count (reached the agent in a turn that ran)
+    queue = []  # (trigger msg, block)
+    delivered = {}  # body -> count (reached the agent in a turn that ran)
     log = []
     expected = {"root"}
 
@@ -117,7 +133,7 @@ async def run_seq(tmp_path, seed, *, window=20, max_bytes=8000, p_fail=0.2, p_oo
             log.append(("command", m.body, bodies(blk)))
         elif op < 0.65 + p_restart:
             log.append(("restart", [q[0].body for q in queue]))
-            queue.clear()          # Hermes' queue dies with the process
+            queue.clear()  # Hermes' queue dies with the process
             await s.restart()
         elif op < 0.65 + p_restart + p_gap:
             s.f.realtime_gap(ROOM)
@@ -126,12 +142,18 @@ async def run_seq(tmp_path, seed, *, window=20, max_bytes=8000, p_fail=0.2, p_oo
             if queue:
                 idx = rnd.randrange(len(queue)) if rnd.random() < p_ooo else 0
                 r = rnd.random()
-                outcome = "fail" if r < p_fail else ("silent" if r < p_fail + p_silent else
-                                                     ("merge" if r < p_fail + p_silent + p_merge else "ok"))
+                outcome = (
+                    "fail"
+                    if r < p_fail
+                    else ("silent" if r < p_fail + p_silent else ("merge" if r < p_fail + p_silent + p_merge else "ok"))
+                )
                 await run_one(idx, outcome)
         if p_delete and rnd.random() < p_delete:
-            cands = [m for m in s.thread.replies[s.root] if m.author_id != BOT and m.body and m.body not in delivered
-                     and m.deleted_at is None]
+            cands = [
+                m
+                for m in s.thread.replies[s.root]
+                if m.author_id != BOT and m.body and m.body not in delivered and m.deleted_at is None
+            ]
             if cands:
                 m = rnd.choice(cands)
                 s.thread.delete(s.root, m.event_id)
@@ -158,8 +180,6 @@ async def run_seq(tmp_path, seed, *, window=20, max_bytes=8000, p_fail=0.2, p_oo
     return lost, dup, own, log
 
 
-
-
 CONFIGS = {
     "defaults": {},
     "window2": {"window": 2},
@@ -169,8 +189,15 @@ CONFIGS = {
     "many_restarts_and_deletes": {"p_restart": 0.2, "p_delete": 0.1},
     "silent_turns": {"p_silent": 0.2},
     "merged_follow_ups_and_commands": {"p_merge": 0.3, "p_command": 0.15},
-    "everything": {"p_merge": 0.2, "p_command": 0.1, "p_fail": 0.2, "p_ooo": 0.4, "p_delete": 0.05,
-                   "window": 3, "max_bytes": 2048},
+    "everything": {
+        "p_merge": 0.2,
+        "p_command": 0.1,
+        "p_fail": 0.2,
+        "p_ooo": 0.4,
+        "p_delete": 0.05,
+        "window": 3,
+        "max_bytes": 2048,
+    },
 }
 #: seeds per configuration (``FRONTIER_SEQUENCE_SEEDS`` runs more by hand)
 SEEDS_PER_CONFIG = int(os.environ.get("FRONTIER_SEQUENCE_SEEDS", "60"))

@@ -33,6 +33,7 @@ from hermes_chatto.wire.types import (
     user_from_pb,
     users_from_includes,
 )
+
 from support.paths import REPO
 
 if str(REPO) not in sys.path:
@@ -79,8 +80,9 @@ class RefClassifier:
             return [E.CaughtUp(cursor=frame.caught_up.cursor)]
         if kind == "event" and frame.event.WhichOneof("event") == "user_typing":
             t = frame.event.user_typing
-            return [E.Typing(room_id=t.room_id, thread_root_event_id=t.thread_root_event_id,
-                             user_id=frame.event.actor_id)]
+            return [
+                E.Typing(room_id=t.room_id, thread_root_event_id=t.thread_root_event_id, user_id=frame.event.actor_id)
+            ]
         return []
 
     def classify_projection(self, pe):
@@ -94,18 +96,26 @@ class RefClassifier:
             elif name == "room_viewer_state_replace":
                 rv = op.room_viewer_state_replace
                 vs = rv.viewer_state
-                room = ChattoRoom(id=rv.room_id, is_member=vs.is_member,
-                                  permissions={p.permission: p.granted for p in vs.permissions},
-                                  slow_mode_next_post_at=ts_seconds(vs.slow_mode_next_post_at)
-                                  if vs.HasField("slow_mode_next_post_at") else None)
+                room = ChattoRoom(
+                    id=rv.room_id,
+                    is_member=vs.is_member,
+                    permissions={p.permission: p.granted for p in vs.permissions},
+                    slow_mode_next_post_at=ts_seconds(vs.slow_mode_next_post_at)
+                    if vs.HasField("slow_mode_next_post_at")
+                    else None,
+                )
                 out.append(E.RoomUpdated(room=room, partial=True, projection_id=pid))
             elif name == "room_activity":
-                out.append(E.RoomActivity(room_id=op.room_activity.room_id, projection_id=pid,
-                                          actor_id=pe.actor_id, resume_cursor=cursor))
+                out.append(
+                    E.RoomActivity(
+                        room_id=op.room_activity.room_id, projection_id=pid, actor_id=pe.actor_id, resume_cursor=cursor
+                    )
+                )
             elif name == "room_upsert":
                 r = op.room_upsert
-                out.append(E.RoomUpdated(room=room_from_pb(r.room, r.member_user_ids), partial=False,
-                                         projection_id=pid))
+                out.append(
+                    E.RoomUpdated(room=room_from_pb(r.room, r.member_user_ids), partial=False, projection_id=pid)
+                )
             elif name == "room_remove":
                 out.append(E.RoomRemoved(room_id=op.room_remove.room_id, projection_id=pid))
             elif name == "room_timeline_replace":
@@ -115,18 +125,23 @@ class RefClassifier:
                 for ev in rep.page.events:
                     if ev.WhichOneof("event") == "message_posted":
                         m = ev.message_posted.message
-                        self._remember(m.id, (m.updated_at.seconds, m.updated_at.nanos)
-                                       if m.HasField("updated_at") else None)
+                        self._remember(
+                            m.id, (m.updated_at.seconds, m.updated_at.nanos) if m.HasField("updated_at") else None
+                        )
                         msgs.append(message_from_pb(m, users))
-                out.append(E.TimelineReplaced(room_id=rep.room_id, messages=tuple(msgs),
-                                              event_cursors=dict(rep.event_cursors)))
+                out.append(
+                    E.TimelineReplaced(room_id=rep.room_id, messages=tuple(msgs), event_cursors=dict(rep.event_cursors))
+                )
             elif name == "viewer_upsert":
                 v = op.viewer_upsert
                 user = user_from_pb(v.user.profile)
                 if not self.bot_user_id and user.id:
                     self.bot_user_id = user.id
-                out.append(E.ViewerUpdated(user=user, permissions={p.permission: p.granted
-                                                                   for p in v.viewer_permissions.permissions}))
+                out.append(
+                    E.ViewerUpdated(
+                        user=user, permissions={p.permission: p.granted for p in v.viewer_permissions.permissions}
+                    )
+                )
             elif name == "user_upsert":
                 out.append(E.UserUpdated(user=user_from_pb(op.user_upsert.user)))
             elif name == "reset":
@@ -153,10 +168,14 @@ class RefClassifier:
             rc = up.reaction_change
             if mid not in self._known:
                 self._remember(mid, key)
-            return E.ReactionChanged(room_id=up.room_id or m.room_id, message_event_id=rc.message_event_id or mid,
-                                     emoji=rc.emoji, user_id=rc.user_id,
-                                     added=rc.action == pb.REALTIME_PROJECTION_REACTION_ACTION_ADDED,
-                                     projection_id=pid)
+            return E.ReactionChanged(
+                room_id=up.room_id or m.room_id,
+                message_event_id=rc.message_event_id or mid,
+                emoji=rc.emoji,
+                user_id=rc.user_id,
+                added=rc.action == pb.REALTIME_PROJECTION_REACTION_ACTION_ADDED,
+                projection_id=pid,
+            )
         users = users_from_includes(up.includes)
         if m.HasField("deleted_at"):
             self._remember(mid, key)
@@ -168,14 +187,20 @@ class RefClassifier:
             if m.thread_root_event_id:
                 roots.add(m.thread_root_event_id)
             msg = message_from_pb(m, users)
-            return E.NewMessage(message=msg, projection_id=pid, resume_cursor=cursor,
-                                is_self=bool(self.bot_user_id) and msg.author_id == self.bot_user_id,
-                                event_cursor=up.event_cursor, users=users)
+            return E.NewMessage(
+                message=msg,
+                projection_id=pid,
+                resume_cursor=cursor,
+                is_self=bool(self.bot_user_id) and msg.author_id == self.bot_user_id,
+                event_cursor=up.event_cursor,
+                users=users,
+            )
         prev = self._known.get(mid, "missing")
         self._remember(mid, key)
         if prev != "missing" and prev != key:
-            return E.MessageEdited(message=message_from_pb(m, users), projection_id=pid, editor_id=pe.actor_id,
-                                   resume_cursor=cursor)
+            return E.MessageEdited(
+                message=message_from_pb(m, users), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
+            )
         return E.Ignored(reason="thread_root_refresh" if mid in roots else "summary_refresh", detail=mid)
 
 
@@ -203,8 +228,11 @@ def _variants(data: bytes, n: int) -> list[bytes]:
     def variant(edit) -> None:
         fr = pb.RealtimeServerFrame()
         fr.CopyFrom(base)
-        ups = [op.room_timeline_event_upsert for op in fr.projection_event.operations
-               if op.WhichOneof("operation") == "room_timeline_event_upsert"]
+        ups = [
+            op.room_timeline_event_upsert
+            for op in fr.projection_event.operations
+            if op.WhichOneof("operation") == "room_timeline_event_upsert"
+        ]
         if ups:
             edit(fr, ups[0], ups[0].event.message_posted.message)
             out.append(fr.SerializeToString())
@@ -216,6 +244,7 @@ def _variants(data: bytes, n: int) -> list[bytes]:
         new_pid(fr, "e")
         m.updated_at.seconds = 1_800_000_000 + n
         m.updated_at.nanos = 5_000_000
+
     variant(edit)
     variant(lambda fr, up, m: new_pid(fr, "s"))  # known, unchanged: summary refresh
     variant(lambda fr, up, m: (new_pid(fr, "d"), m.deleted_at.MergeFrom(m.created_at)))
@@ -225,6 +254,7 @@ def _variants(data: bytes, n: int) -> list[bytes]:
         up.reaction_change.action = pb.REALTIME_PROJECTION_REACTION_ACTION_ADDED if n % 2 else 0
         up.reaction_change.emoji = "eyes"
         up.reaction_change.user_id = "Ureactor0000000"
+
     variant(reaction)
     variant(lambda fr, up, m: setattr(m, "echo_of_event_id", "Eorigin00000000"))
     variant(lambda fr, up, m: m.ClearField("body"))
@@ -239,11 +269,13 @@ def _variants(data: bytes, n: int) -> list[bytes]:
         m.channel_echo_event_id = "Echan0000000000"
         m.ClearField("created_at")
         up.includes.users["Uextra000000000"].id = "Uextra000000000"
+
     variant(rich)
     variant(lambda fr, up, m: up.ClearField("includes"))
 
     def non_message(fr, up, m):
         up.event.room_created.SetInParent()
+
     variant(non_message)
 
     def unknown_op_and_viewer(fr, up, m):
@@ -252,6 +284,7 @@ def _variants(data: bytes, n: int) -> list[bytes]:
             if op.WhichOneof("operation") == "room_viewer_state_replace":
                 op.room_viewer_state_replace.viewer_state.slow_mode_next_post_at.seconds = 1_800_000_000
         fr.projection_event.resume_cursor = ""
+
     variant(unknown_op_and_viewer)
     return out
 
@@ -274,9 +307,9 @@ def _mutations(frames: list[bytes], count: int, seed: int) -> list[bytes]:
             for _ in range(rng.randint(1, 4)):
                 b[rng.randrange(len(b))] = rng.randrange(256)
         elif op == 1 and b:
-            del b[rng.randrange(len(b)):]
+            del b[rng.randrange(len(b)) :]
         else:
-            b[rng.randrange(len(b) + 1):rng.randrange(len(b) + 1)] = rng.randbytes(rng.randint(1, 16))
+            b[rng.randrange(len(b) + 1) : rng.randrange(len(b) + 1)] = rng.randbytes(rng.randint(1, 16))
         out.append(bytes(b))
     return out
 
@@ -318,9 +351,21 @@ def test_classifier_equals_reference_on_generated_frames_and_variants():
     for data in frames:
         for ev in clf.classify(decode_server_frame(data)):
             kinds.add(ev.reason if type(ev) is E.Ignored else type(ev).__name__)
-    assert {"NewMessage", "MessageEdited", "MessageDeleted", "ReactionChanged", "RoomUpdated", "RoomActivity",
-            "CursorAdvanced", "echo_row", "summary_refresh", "thread_root_refresh", "non_message_row",
-            "unknown_operation", "not_needed"} <= kinds
+    assert {
+        "NewMessage",
+        "MessageEdited",
+        "MessageDeleted",
+        "ReactionChanged",
+        "RoomUpdated",
+        "RoomActivity",
+        "CursorAdvanced",
+        "echo_row",
+        "summary_refresh",
+        "thread_root_refresh",
+        "non_message_row",
+        "unknown_operation",
+        "not_needed",
+    } <= kinds
 
 
 def test_classifier_equals_reference_on_mutated_bytes():
@@ -364,12 +409,53 @@ LOGINS = ["helper_bot", "ks", "Kai", "a.b", "x-y", "i", "sıs"]
 
 
 def _bodies(rng: random.Random, login: str, n: int) -> list[str]:
-    tokens = ["@", "@" + login, "@" + login.upper(), login, "`", "``", "```", "~~~", ">", "  > ", "\n", " ", ".",
-              "-", "/", "_", "a", "K", "\u212a", "k", "\u017f", "s", "S", "\u0130", "\u0131", "é", "1", "x@",
-              "mail@" + login, "\t"]
-    fixed = list(BODIES) + ["@" + login, "hi @" + login + "!", "a@" + login, "`@" + login + "`",
-                            "```\n@" + login + "\n```\nand @" + login, "> @" + login, "@" + login + "2",
-                            "@" + login + "-x", "@" + login + ".", "(@" + login + ")", "", " ", "@"]
+    tokens = [
+        "@",
+        "@" + login,
+        "@" + login.upper(),
+        login,
+        "`",
+        "``",
+        "```",
+        "~~~",
+        ">",
+        "  > ",
+        "\n",
+        " ",
+        ".",
+        "-",
+        "/",
+        "_",
+        "a",
+        "K",
+        "\u212a",
+        "k",
+        "\u017f",
+        "s",
+        "S",
+        "\u0130",
+        "\u0131",
+        "é",
+        "1",
+        "x@",
+        "mail@" + login,
+        "\t",
+    ]
+    fixed = list(BODIES) + [
+        "@" + login,
+        "hi @" + login + "!",
+        "a@" + login,
+        "`@" + login + "`",
+        "```\n@" + login + "\n```\nand @" + login,
+        "> @" + login,
+        "@" + login + "2",
+        "@" + login + "-x",
+        "@" + login + ".",
+        "(@" + login + ")",
+        "",
+        " ",
+        "@",
+    ]
     return fixed + ["".join(rng.choice(tokens) for _ in range(rng.randint(1, 14))) for _ in range(n)]
 
 
@@ -406,11 +492,20 @@ def ref_decide(msg, ctx, seen=None, *, projection_id=None, mark_seen=True):
         return IngressDecision(False, "not_addressed", chat_id=msg.room_id, message_id=msg.event_id)
     chat_type, chat_id, thread_id, starts = ingress.route(msg, ctx)
     a = msg.author
-    return IngressDecision(True, reason, chat_type=chat_type, chat_id=chat_id, chat_name=ctx.room_name or None,
-                           thread_id=thread_id, user_id=msg.author_id,
-                           user_name=(a.label if a is not None else msg.author_id),
-                           is_bot=bool(a.is_bot) if a is not None else False, text=msg.body or "",
-                           message_id=msg.event_id, starts_thread=starts)
+    return IngressDecision(
+        True,
+        reason,
+        chat_type=chat_type,
+        chat_id=chat_id,
+        chat_name=ctx.room_name or None,
+        thread_id=thread_id,
+        user_id=msg.author_id,
+        user_name=(a.label if a is not None else msg.author_id),
+        is_bot=bool(a.is_bot) if a is not None else False,
+        text=msg.body or "",
+        message_id=msg.event_id,
+        starts_thread=starts,
+    )
 
 
 class RefSeenSet:
@@ -444,21 +539,33 @@ def test_decide_equals_reference_on_generated_messages():
     own = ChattoMessage("Eown00000000000", fac.room_ids[0], bot_id, "@helper_bot me", 1.0)
     msgs += [(own, own.event_id), (msgs[0][0], msgs[0][1])]  # own message; a replayed (duplicate) one
     contexts = [
-        IngressContext(bot_user_id=bot_id, bot_login=bot_login, room_kind=kind, room_name=name,
-                       free_response=free, require_mention=req, bot_in_thread=joined, reply_in_thread=rit,
-                       recently_created=frozenset({msgs[3][0].event_id}))
+        IngressContext(
+            bot_user_id=bot_id,
+            bot_login=bot_login,
+            room_kind=kind,
+            room_name=name,
+            free_response=free,
+            require_mention=req,
+            bot_in_thread=joined,
+            reply_in_thread=rit,
+            recently_created=frozenset({msgs[3][0].event_id}),
+        )
         for kind, name, free, req, joined, rit in [
-            ("channel", "general", False, True, False, True), ("channel", "", False, True, True, False),
-            ("dm", "", False, True, False, True), ("", "x", True, True, False, True),
-            ("channel", "y", False, False, False, True)]
+            ("channel", "general", False, True, False, True),
+            ("channel", "", False, True, True, False),
+            ("dm", "", False, True, False, True),
+            ("", "x", True, True, False, True),
+            ("channel", "y", False, False, False, True),
+        ]
     ]
     for ctx in contexts:
         fast_seen, ref_seen = SeenSet(50), RefSeenSet(50)
         for m, pid in msgs:
             for p in (pid, None):
                 assert decide(m, ctx, fast_seen, projection_id=p) == ref_decide(m, ctx, ref_seen, projection_id=p)
-                assert decide(m, ctx, None, projection_id=p, mark_seen=False) == ref_decide(m, ctx, None,
-                                                                                           projection_id=p)
+                assert decide(m, ctx, None, projection_id=p, mark_seen=False) == ref_decide(
+                    m, ctx, None, projection_id=p
+                )
         assert list(fast_seen._d) == list(ref_seen._d)
 
 
@@ -541,7 +648,8 @@ def test_seen_store_flush_counts_only_new_rows_across_chunks(tmp_path, monkeypat
     conn = store._connect(p)
     assert conn.execute("SELECT count(*) FROM seen").fetchone()[0] == 39
     assert [r[0] for r in conn.execute("SELECT event_id FROM seen ORDER BY seq")] == (
-        [f"Q{i:04d}" for i in range(30)] + [f"R{i:04d}" for i in range(9)])
+        [f"Q{i:04d}" for i in range(30)] + [f"R{i:04d}" for i in range(9)]
+    )
 
 
 def test_seen_store_prune_keeps_the_newest_rows(tmp_path):
@@ -556,7 +664,9 @@ def test_seen_store_prune_keeps_the_newest_rows(tmp_path):
     with s._lock:
         s._conn = conn
         s._prune_locked()
-    assert [r[0] for r in conn.execute("SELECT event_id FROM seen ORDER BY seq")] == [f"E{i:03d}" for i in range(15, 25)]
+    assert [r[0] for r in conn.execute("SELECT event_id FROM seen ORDER BY seq")] == [
+        f"E{i:03d}" for i in range(15, 25)
+    ]
     assert s._count == 10
     with s._lock:
         s._prune_locked()  # at most `limit` rows: nothing deleted
@@ -567,15 +677,26 @@ def test_seen_store_prune_keeps_the_newest_rows(tmp_path):
 
 
 def test_make_event_equals_filtered_constructor(monkeypatch):
-    import gateway.platforms.base as base
     from datetime import datetime
+
+    import gateway.platforms.base as base
 
     from hermes_chatto import compat
 
     names = {f.name for f in dataclasses.fields(base.MessageEvent)}
-    kw = dict(text="hi", message_type=base.MessageType.TEXT, source=None, raw_message=object(), message_id="E1",
-              reply_to_message_id=None, channel_context="ctx", timestamp=datetime(2026, 1, 2, 3, 4, 5),
-              user_id="U1", user_name="Alice", not_a_field=1)
+    kw = {
+        "text": "hi",
+        "message_type": base.MessageType.TEXT,
+        "source": None,
+        "raw_message": object(),
+        "message_id": "E1",
+        "reply_to_message_id": None,
+        "channel_context": "ctx",
+        "timestamp": datetime(2026, 1, 2, 3, 4, 5),
+        "user_id": "U1",
+        "user_name": "Alice",
+        "not_a_field": 1,
+    }
     ev = compat.make_event(**kw)
     assert ev == base.MessageEvent(**{k: v for k, v in kw.items() if k in names})
     assert compat.make_event(**kw) is not ev

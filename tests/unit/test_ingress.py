@@ -22,8 +22,9 @@ OTHER_BOT = ChattoUser(id="Uother000000000", login="otherbot", display_name="Oth
 
 
 def msg(event_id="E1", body="hi", room="R1", author=ALICE, **kw) -> ChattoMessage:
-    return ChattoMessage(event_id=event_id, room_id=room, author_id=author.id, body=body, author=author,
-                         created_at=1_700_000_000.0, **kw)
+    return ChattoMessage(
+        event_id=event_id, room_id=room, author_id=author.id, body=body, author=author, created_at=1_700_000_000.0, **kw
+    )
 
 
 CHAN = IngressContext(bot_user_id=BOT, bot_login="helper_bot", room_kind="channel", room_name="general")
@@ -31,6 +32,7 @@ DM = IngressContext(bot_user_id=BOT, bot_login="helper_bot", room_kind="dm")
 
 
 # step 2 ------------------------------------------------------------------------------
+
 
 def test_own_by_author_and_by_created_id_everywhere():
     me = ChattoUser(id=BOT, login="helper_bot", is_bot=True)
@@ -54,6 +56,7 @@ def test_another_bot_is_not_self():
 
 # step 3 ------------------------------------------------------------------------------
 
+
 def test_dedupe_by_event_id_and_bounded():
     seen = SeenSet(capacity=3)
     assert decide(msg("E1"), DM, seen).dispatch
@@ -66,6 +69,7 @@ def test_dedupe_by_event_id_and_bounded():
 
 # step 4 ------------------------------------------------------------------------------
 
+
 def test_skip_echo_tombstone_root_refresh_empty():
     assert skip_reason(msg(echo_of_event_id="E0")) == "echo_row"
     assert skip_reason(msg(deleted_at=1.0, body=None)) == "tombstone"
@@ -77,6 +81,7 @@ def test_skip_echo_tombstone_root_refresh_empty():
 
 
 # step 5 ------------------------------------------------------------------------------
+
 
 def test_mention_outside_code_and_quotes_only():
     assert mentions("hey @helper_bot, help", "helper_bot")
@@ -112,6 +117,7 @@ def test_gate():
 
 # step 6 ------------------------------------------------------------------------------
 
+
 def test_route_dm_channel_thread():
     assert route(msg(), DM) == ("dm", "R1", None, False)
     assert route(msg("E7"), CHAN) == ("group", "R1", "E7", True)  # opens a thread under itself
@@ -126,7 +132,12 @@ def test_decide_fills_source_fields():
     assert d.dispatch and d.reason == "dispatch_mention"
     assert (d.chat_type, d.chat_id, d.thread_id, d.starts_thread) == ("group", "R1", "E3", True)
     assert (d.user_id, d.user_name, d.is_bot, d.text, d.message_id) == (
-        ALICE.id, "Alice", False, "@helper_bot deploy?", "E3")
+        ALICE.id,
+        "Alice",
+        False,
+        "@helper_bot deploy?",
+        "E3",
+    )
     assert d.chat_name == "general"
     d = decide(msg("E4", body="hello"), DM, SeenSet())
     assert (d.chat_type, d.thread_id) == ("dm", None)

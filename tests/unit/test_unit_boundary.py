@@ -9,6 +9,7 @@ import pytest
 
 from hermes_chatto.adapter.boundary import ErrorBoundary
 from hermes_chatto.counters import Counters
+
 from support.fakes import Clock
 
 

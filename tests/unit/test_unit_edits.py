@@ -42,9 +42,13 @@ class Store:
 
 
 def _setup(transcript=()):
-    host = SimpleNamespace(_pending_messages={}, _active_sessions={}, _session_tasks={},
-                           _session_store=Store(list(transcript)),
-                           _event_session_key=lambda ev: "g:" + ev.source.chat_id + ":" + ev.source.thread_id)
+    host = SimpleNamespace(
+        _pending_messages={},
+        _active_sessions={},
+        _session_tasks={},
+        _session_store=Store(list(transcript)),
+        _event_session_key=lambda ev: "g:" + ev.source.chat_id + ":" + ev.source.thread_id,
+    )
     conn = Conn(SimpleNamespace(), bot_user_id="Ubot")
     boundary = ErrorBoundary(logging.getLogger("t"), conn.counters)
     turns = TurnTracker(host, conn, boundary)
@@ -60,8 +64,16 @@ def _setup(transcript=()):
         log.append(("rescue", key, host._pending_messages[key].text))
         return True
 
-    edits = EditReplacement(host, conn, turns, boundary, base_interrupt=interrupt, dispatch=dispatch,
-                            rescue=rescue, session_key_for=lambda src: "S")
+    edits = EditReplacement(
+        host,
+        conn,
+        turns,
+        boundary,
+        base_interrupt=interrupt,
+        dispatch=dispatch,
+        rescue=rescue,
+        session_key_for=lambda src: "S",
+    )
     return host, conn, turns, edits, log
 
 

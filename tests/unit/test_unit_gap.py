@@ -15,8 +15,9 @@ from hermes_chatto.wire.types import ChattoMessage, ThreadKey, TimelinePage
 
 
 def _m(eid, root="", replies=0):
-    return ChattoMessage(event_id=eid, room_id="R", author_id="Ualice", body=eid, thread_root_event_id=root,
-                         reply_count=replies)
+    return ChattoMessage(
+        event_id=eid, room_id="R", author_id="Ualice", body=eid, thread_root_event_id=root, reply_count=replies
+    )
 
 
 class Client:
@@ -40,8 +41,13 @@ def _gap(client=None):
 
     gaps = []
     conn.frontier = SimpleNamespace(realtime_gap=gaps.append)
-    return conn, threads, got, gaps, GapRecovery(conn, rooms, threads, ingest,
-                                                 ErrorBoundary(logging.getLogger("t"), conn.counters))
+    return (
+        conn,
+        threads,
+        got,
+        gaps,
+        GapRecovery(conn, rooms, threads, ingest, ErrorBoundary(logging.getLogger("t"), conn.counters)),
+    )
 
 
 def test_first_replace_is_history_later_unseen_roots_are_new():

@@ -20,18 +20,26 @@ def _dir(**kw):
 
 def test_reset_keeps_members_and_orders_retained_dms_first():
     d = _dir(free=["Rb"])
-    d.reset([ChattoRoom(id="Ra", kind="channel", name="a", is_member=True),
-             ChattoRoom(id="Rdm", kind="dm", is_member=True),
-             ChattoRoom(id="Rb", kind="channel", name="b", is_member=True),
-             ChattoRoom(id="Rx", kind="channel", name="x", is_member=False)])
+    d.reset(
+        [
+            ChattoRoom(id="Ra", kind="channel", name="a", is_member=True),
+            ChattoRoom(id="Rdm", kind="dm", is_member=True),
+            ChattoRoom(id="Rb", kind="channel", name="b", is_member=True),
+            ChattoRoom(id="Rx", kind="channel", name="x", is_member=False),
+        ]
+    )
     assert set(d.rooms) == {"Ra", "Rdm", "Rb"} and d.retained == ["Rdm", "Ra", "Rb"]
     assert d.free == {"Rb"} and d.is_dm("Rdm") and not d.is_dm("Ra") and not d.is_dm("Rnope")
 
 
 def test_retained_set_is_capped_and_hydration_tracked():
     d = _dir()
-    d.reset([ChattoRoom(id=f"R{i:03d}", kind="channel", name=f"c{i}", is_member=True)
-             for i in range(MAX_RETAINED_ROOMS + 3)])
+    d.reset(
+        [
+            ChattoRoom(id=f"R{i:03d}", kind="channel", name=f"c{i}", is_member=True)
+            for i in range(MAX_RETAINED_ROOMS + 3)
+        ]
+    )
     assert len(d.retained) == MAX_RETAINED_ROOMS
     new = ChattoRoom(id="Rnew", kind="dm", is_member=True)
     assert asyncio.run(d.updated(new, False)) is False  # full: stays out
@@ -51,10 +59,12 @@ def test_partial_update_of_a_left_room_leaves_the_retained_set():
 
 
 def test_find_member_room_by_id_or_unique_name():
-    rooms = [ChattoRoom(id="R1", kind="channel", name="General", is_member=True),
-             ChattoRoom(id="R2", kind="channel", name="dup", is_member=True),
-             ChattoRoom(id="R3", kind="channel", name="dup", is_member=True),
-             ChattoRoom(id="R4", kind="channel", name="outside", is_member=False)]
+    rooms = [
+        ChattoRoom(id="R1", kind="channel", name="General", is_member=True),
+        ChattoRoom(id="R2", kind="channel", name="dup", is_member=True),
+        ChattoRoom(id="R3", kind="channel", name="dup", is_member=True),
+        ChattoRoom(id="R4", kind="channel", name="outside", is_member=False),
+    ]
     assert find_member_room(rooms, "R1").id == "R1"
     assert find_member_room(rooms, "#general").id == "R1"
     assert find_member_room(rooms, "dup") is None and find_member_room(rooms, "outside") is None

@@ -14,6 +14,7 @@ from hermes_chatto.adapter.threads import ThreadIndex
 from hermes_chatto.delivery import DeliveryReport
 from hermes_chatto.wire.errors import ChattoTransientError
 from hermes_chatto.wire.types import ChattoMessage, ThreadKey
+
 from support.fakes import Clock
 
 
@@ -38,8 +39,13 @@ class Client:
 
     async def create_message(self, room_id, body, *, thread_root_event_id="", **kw):
         self.n += 1
-        return ChattoMessage(event_id=f"E{self.n}", room_id=room_id, author_id="Ubot", body=body,
-                             thread_root_event_id=thread_root_event_id)
+        return ChattoMessage(
+            event_id=f"E{self.n}",
+            room_id=room_id,
+            author_id="Ubot",
+            body=body,
+            thread_root_event_id=thread_root_event_id,
+        )
 
 
 class Frontier:

@@ -6,12 +6,13 @@ import asyncio
 from types import SimpleNamespace
 
 import pytest
-from support.fakes import ALICE, BOT_KEY, DM, GENERAL, FakeClient, FakeServer
 
 import hermes_chatto.wire.connect as connect_mod
 from hermes_chatto.adapter.standalone import RoomLookupError, send_standalone
 from hermes_chatto.doctor import realtime_url as doctor_url
 from hermes_chatto.wire.realtime import realtime_url
+
+from support.fakes import ALICE, BOT_KEY, DM, GENERAL, FakeClient, FakeServer
 
 
 @pytest.fixture()

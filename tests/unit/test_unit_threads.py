@@ -27,8 +27,9 @@ class Client:
 
 
 def _msg(eid, root="", author="Ualice", replies=0):
-    return ChattoMessage(event_id=eid, room_id="R", author_id=author, body="x", thread_root_event_id=root,
-                         reply_count=replies)
+    return ChattoMessage(
+        event_id=eid, room_id="R", author_id=author, body="x", thread_root_event_id=root, reply_count=replies
+    )
 
 
 def _index(client=None):

@@ -38,8 +38,9 @@ class Frontier:
 
 
 def _event(mid, chat="R", thread="Eroot", text="hi"):
-    return SimpleNamespace(message_id=mid, text=text, channel_context=None,
-                           source=SimpleNamespace(chat_id=chat, thread_id=thread))
+    return SimpleNamespace(
+        message_id=mid, text=text, channel_context=None, source=SimpleNamespace(chat_id=chat, thread_id=thread)
+    )
 
 
 def _tracker():

@@ -19,8 +19,12 @@ def _rescue():
         handled.append(ev)
 
     counters = Counters()
-    return host, handled, counters, OrphanRescue(host, counters, ErrorBoundary(logging.getLogger("t"), counters),
-                                                 handle)
+    return (
+        host,
+        handled,
+        counters,
+        OrphanRescue(host, counters, ErrorBoundary(logging.getLogger("t"), counters), handle),
+    )
 
 
 def test_rescue_only_unowned_follow_ups():

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+
 from support.paths import REPO
 
 PROTO_DIR = REPO / "hermes_chatto" / "wire" / "proto"
@@ -14,8 +15,15 @@ PROTO_DIR = REPO / "hermes_chatto" / "wire" / "proto"
 
 def test_committed_pb2_matches_regenerated(tmp_path):
     pytest.importorskip("grpc_tools")
-    cmd = [sys.executable, "-m", "grpc_tools.protoc", "-I", str(PROTO_DIR.relative_to(REPO)),
-           f"--python_out={tmp_path}", str((PROTO_DIR / "chatto.proto").relative_to(REPO))]
+    cmd = [
+        sys.executable,
+        "-m",
+        "grpc_tools.protoc",
+        "-I",
+        str(PROTO_DIR.relative_to(REPO)),
+        f"--python_out={tmp_path}",
+        str((PROTO_DIR / "chatto.proto").relative_to(REPO)),
+    ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     fresh = (tmp_path / "chatto_pb2.py").read_bytes()
@@ -25,5 +33,7 @@ def test_committed_pb2_matches_regenerated(tmp_path):
 
 def test_makefile_proto_target_uses_the_same_command():
     makefile = (REPO / "Makefile").read_text()
-    assert ("-m grpc_tools.protoc -I hermes_chatto/wire/proto --python_out=hermes_chatto/wire/proto "
-            "hermes_chatto/wire/proto/chatto.proto") in makefile
+    assert (
+        "-m grpc_tools.protoc -I hermes_chatto/wire/proto --python_out=hermes_chatto/wire/proto "
+        "hermes_chatto/wire/proto/chatto.proto"
+    ) in makefile

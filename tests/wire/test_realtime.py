@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -26,6 +26,7 @@ from hermes_chatto.wire.events import (
 from hermes_chatto.wire.frames import Classifier, FrameDecodeError, decode_server_frame, encode_subscribe
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 from hermes_chatto.wire.realtime import RealtimeSession, realtime_url
+
 from support.realtime import (
     BOT,
     ROOM,
@@ -45,7 +46,6 @@ from support.realtime import (
 )
 from support.waits import until
 
-
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -60,8 +60,14 @@ class Client:
         kw.setdefault("stall_timeout", 5.0)
         kw.setdefault("reconnect_delay", 30.0)  # so that only the immediate first retry / retry_after can pass
         kw.setdefault("handshake_timeout", 3.0)
-        self.session = RealtimeSession(server.base_url, kw.pop("token", TOKEN), on_event=self._on_event,
-                                       on_cursor=self.cursors.append, on_state=self.states.append, **kw)
+        self.session = RealtimeSession(
+            server.base_url,
+            kw.pop("token", TOKEN),
+            on_event=self._on_event,
+            on_cursor=self.cursors.append,
+            on_state=self.states.append,
+            **kw,
+        )
         self.task: asyncio.Task | None = None
 
     async def _on_event(self, ev) -> None:
@@ -69,7 +75,7 @@ class Client:
             await self.gate(ev)
         self.events.append(ev)
 
-    def start(self) -> "Client":
+    def start(self) -> Client:
         self.task = asyncio.get_running_loop().create_task(self.session.run())
         return self
 
@@ -101,8 +107,9 @@ def test_realtime_url_derivation():
 
 
 def test_backoff_first_retry_immediate_then_delay_with_jitter_or_server_value():
-    s = RealtimeSession("http://127.0.0.1:1", TOKEN, on_event=lambda e: None, reconnect_delay=5.0,
-                        max_reconnect_delay=60.0)
+    s = RealtimeSession(
+        "http://127.0.0.1:1", TOKEN, on_event=lambda e: None, reconnect_delay=5.0, max_reconnect_delay=60.0
+    )
     assert s._delay(1, None) == 0.0
     assert s._delay(1, 0.0) == 0.0  # projection_reset_required: retry_after_ms 0
     for _ in range(50):
@@ -135,7 +142,10 @@ def test_decode_rejects_garbage_and_text():
 def test_classifier_unknown_operation_counted_and_known_memory_bounded():
     clf = Classifier(bot_user_id=BOT, known_limit=3)
     evs = clf.classify(decode_server_frame(f_unknown_op("C9")))
-    assert evs == [Ignored("unknown_operation", detail="Eunknown"), CursorAdvanced(cursor="C9", projection_id="Eunknown")]
+    assert evs == [
+        Ignored("unknown_operation", detail="Eunknown"),
+        CursorAdvanced(cursor="C9", projection_id="Eunknown"),
+    ]
     assert clf.counters["unknown_operations"] == 1
     for i in range(10):
         clf.classify(decode_server_frame(f_message(f"E{i:03d}", "x", f"C{i}")))
@@ -238,7 +248,9 @@ async def test_disconnect_and_reconnect_are_logged_at_info_without_the_key(caplo
     infos = [r.getMessage() for r in ours if r.levelno == logging.INFO]
     assert "chatto realtime: connected (server 0.5.0-test), live" in infos
     assert "chatto realtime: disconnected (socket closed (1012 service restart))" in infos
-    assert any(m.startswith("chatto realtime: disconnected (socket closed without a close frame (") for m in infos), infos
+    assert any(m.startswith("chatto realtime: disconnected (socket closed without a close frame (") for m in infos), (
+        infos
+    )
     attempts = [m for m in infos if m.startswith("chatto realtime: reconnect attempt ")]
     assert attempts == ["chatto realtime: reconnect attempt 1 in 0.0 s"] * 2, infos
     assert infos.count("chatto realtime: reconnected after 1 attempt(s); live again") == 2
@@ -279,9 +291,14 @@ async def test_heartbeats_keep_a_live_socket_alive():
 # ----------------------------------------------------------------------------- errors and closes
 
 RECONNECT_CLOSES = [
-    ("catch_up_in_progress", 20), ("catch_up_rate_limited", 20), ("catch_up_server_busy", 20),
-    ("catch_up_timeout", 20), ("stream_closed", 20), ("projection_mapping_failed", 0),
-    ("room_hydration_failed", 0), ("projection_reset_required", 0),
+    ("catch_up_in_progress", 20),
+    ("catch_up_rate_limited", 20),
+    ("catch_up_server_busy", 20),
+    ("catch_up_timeout", 20),
+    ("stream_closed", 20),
+    ("projection_mapping_failed", 0),
+    ("room_hydration_failed", 0),
+    ("projection_reset_required", 0),
 ]
 
 
@@ -417,8 +434,14 @@ async def test_server_hello_with_protocol_1_is_a_protocol_error():
         assert isinstance(exc, ChattoProtocolError) and "0.5.0" in str(exc)
 
 
-@pytest.mark.parametrize("frame", [f_error("bad_subscribe", fatal=True), f_error("bad_hello", fatal=True),
-                                   f_close("some_unknown_final_close", reconnect=False)])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        f_error("bad_subscribe", fatal=True),
+        f_error("bad_hello", fatal=True),
+        f_close("some_unknown_final_close", reconnect=False),
+    ],
+)
 async def test_client_bug_and_final_closes_are_fatal(frame):
     async def script(c: Conn):
         await c.handshake()
@@ -460,14 +483,14 @@ async def test_mutated_truncated_and_unknown_frames_are_skipped_and_stream_conti
     async def script(c: Conn):
         await c.handshake()
         await c.send(f_caught_up("C1"))
-        await c.send(good[:-7])                     # truncated
-        await c.send(b"\x0a\xff\xff\xff\xff\x0f")   # length beyond the buffer
+        await c.send(good[:-7])  # truncated
+        await c.send(b"\x0a\xff\xff\xff\xff\x0f")  # length beyond the buffer
         mutated = bytearray(good)
-        mutated[len(mutated) // 2] = 0xFF           # a flipped byte in the middle
+        mutated[len(mutated) // 2] = 0xFF  # a flipped byte in the middle
         await c.send(bytes(mutated))
-        await c.send("a text frame")                # servers never send text
-        await c.send(b"\xd2\x02\x00")               # frame kind this subset does not know (tag 42)
-        await c.send(f_unknown_op("C5"))            # unknown operation tag
+        await c.send("a text frame")  # servers never send text
+        await c.send(b"\xd2\x02\x00")  # frame kind this subset does not know (tag 42)
+        await c.send(f_unknown_op("C5"))  # unknown operation tag
         await c.send(good)
         await c.idle()
 
@@ -623,8 +646,9 @@ async def test_connect_failure_retries_first_immediately():
         attempts.append(url)
         raise OSError("connection refused")
 
-    s = RealtimeSession("http://127.0.0.1:9", TOKEN, on_event=lambda e: None, connect=refusing_connect,
-                        reconnect_delay=30.0)
+    s = RealtimeSession(
+        "http://127.0.0.1:9", TOKEN, on_event=lambda e: None, connect=refusing_connect, reconnect_delay=30.0
+    )
     task = asyncio.get_running_loop().create_task(s.run())
     await until(lambda: len(attempts) >= 2, what="immediate first retry")
     assert s.state == "reconnecting" and len(attempts) == 2  # the third waits ~30 s
@@ -640,8 +664,9 @@ async def test_injected_connect_receives_max_size_and_no_origin():
         seen.update(kw)
         raise OSError("stop here")
 
-    s = RealtimeSession("https://chat.example.com", TOKEN, on_event=lambda e: None, connect=spy_connect,
-                        reconnect_delay=30.0)
+    s = RealtimeSession(
+        "https://chat.example.com", TOKEN, on_event=lambda e: None, connect=spy_connect, reconnect_delay=30.0
+    )
     task = asyncio.get_running_loop().create_task(s.run())
     await until(lambda: bool(seen))
     await s.stop()

@@ -10,7 +10,7 @@ import json
 import logging
 import os
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -38,10 +38,10 @@ from hermes_chatto.wire.errors import (
     ChattoTransientError,
 )
 from hermes_chatto.wire.proto import chatto_pb2 as pb
+
 from support.paths import WIRE_FIXTURES
 
-FIX = Path(os.environ.get("CHATTO_WIRE_FIXTURES")
-           or WIRE_FIXTURES).resolve()
+FIX = Path(os.environ.get("CHATTO_WIRE_FIXTURES") or WIRE_FIXTURES).resolve()
 MANIFEST = json.loads((FIX / "manifest.json").read_text())
 CONNECT = [f for f in MANIFEST["fixtures"] if f["file"].startswith("connect/")]
 KEY = MANIFEST["actors"]["bot"]["bearer_token"]
@@ -88,7 +88,8 @@ def mock():
 
 async def test_headers_url_and_body(client, mock, calls):
     route = mock.post(url(f"{API}.ViewerService/GetViewer")).mock(
-        return_value=ok((FIX / "connect/01_GetViewer.response.json").read_bytes()))
+        return_value=ok((FIX / "connect/01_GetViewer.response.json").read_bytes())
+    )
     await client.get_viewer()
     req = route.calls.last.request
     assert req.method == "POST"
@@ -101,7 +102,8 @@ async def test_headers_url_and_body(client, mock, calls):
 
 async def test_no_token_omits_authorization_and_get_server_uses_discovery(mock):
     route = mock.post(url("chatto.discovery.v1.ServerDiscoveryService/GetServer")).mock(
-        return_value=ok({"profile": {"name": "Initech Chat", "version": "0.5.0-dev", "futureField": 1}, "login": {}}))
+        return_value=ok({"profile": {"name": "Initech Chat", "version": "0.5.0-dev", "futureField": 1}, "login": {}})
+    )
     async with ChattoClient(BASE + "/api/connect/", None) as c:
         info = await c.get_server()
     assert (info.name, info.version) == ("Initech Chat", "0.5.0-dev")
@@ -144,8 +146,13 @@ def _check_message(m, e):
     assert m.event_id == e["event_id"] and m.room_id == e["room_id"] and m.author_id == e["author_id"]
     assert m.body == e["body"]
     assert (m.body is not None) == e["body_present"]
-    for k in ("thread_root_event_id", "in_reply_to", "echo_of_event_id",
-              "echo_from_thread_root_event_id", "channel_echo_event_id"):
+    for k in (
+        "thread_root_event_id",
+        "in_reply_to",
+        "echo_of_event_id",
+        "echo_from_thread_root_event_id",
+        "channel_echo_event_id",
+    ):
         assert getattr(m, k) == e[k], k
     for k in ("created_at", "updated_at", "deleted_at"):
         want, got = _ts(e[k]), getattr(m, k)
@@ -164,7 +171,7 @@ def _check_page(page, e):
     assert (page.start_cursor, page.end_cursor) == (e["start_cursor"], e["end_cursor"])
     assert (page.has_older, page.has_newer) == (e["has_older"], e["has_newer"])
     assert sorted(page.users) == sorted(e["includes_user_ids"])
-    for m, em in zip(page.messages, e["messages"]):
+    for m, em in zip(page.messages, e["messages"], strict=False):
         _check_message(m, em)
         assert m.author is not None and m.author.login == em["author_login"]
         assert m.author.is_bot == em["author_is_bot"]
@@ -181,14 +188,18 @@ async def test_fixture_response_through_client(client, mock, fx):
     if method == "GetViewer":
         v = await client.get_viewer()
         assert (v.user.id, v.user.login, v.user.display_name, v.user.is_bot) == (
-            e["user_id"], e["login"], e["display_name"], e["is_bot"])
+            e["user_id"],
+            e["login"],
+            e["display_name"],
+            e["is_bot"],
+        )
         assert sorted(p for p, g in v.permissions.items() if g) == sorted(e["granted_server_permissions"])
         assert not all(v.permissions.values())  # granted=false rows are present with the key omitted
     elif method == "ListRooms":
         rooms = await client.list_rooms(scope=1)
         assert json.loads(route.calls.last.request.content) == {"scope": "ROOM_DIRECTORY_SCOPE_ALL"}
         assert len(rooms) == len(e["rooms"])
-        for r, er in zip(rooms, e["rooms"]):
+        for r, er in zip(rooms, e["rooms"], strict=True):
             assert (r.id, r.name, r.is_member) == (er["room_id"], er["name"], er["is_member"])
             assert r.kind == {"ROOM_KIND_CHANNEL": "channel", "ROOM_KIND_DM": "dm"}[er["kind"]]
             assert sorted(p for p, g in r.permissions.items() if g) == sorted(er["granted_permissions"])
@@ -196,8 +207,13 @@ async def test_fixture_response_through_client(client, mock, fx):
     elif method == "CreateMessage":
         rq = _request_fixture(fx["rpc"], False)
         q = rq["expect"]
-        m = await client.create_message(q["room_id"], q["body"], thread_root_event_id=q["thread_root_event_id"],
-                                        in_reply_to=q["in_reply_to"], also_send_to_channel=q["also_send_to_channel"])
+        m = await client.create_message(
+            q["room_id"],
+            q["body"],
+            thread_root_event_id=q["thread_root_event_id"],
+            in_reply_to=q["in_reply_to"],
+            also_send_to_channel=q["also_send_to_channel"],
+        )
         assert route.calls.last.request.content == _load(rq["file"]).strip()  # byte-for-byte
         _check_message(m, e["message"])
     elif method == "UpdateMessage":
@@ -227,8 +243,11 @@ ERROR_FIXTURES = [f for f in CONNECT if f["kind"] == "connect_error_json"]
 
 @pytest.mark.parametrize("fx", ERROR_FIXTURES, ids=[f["file"] for f in ERROR_FIXTURES])
 async def test_error_fixtures(client, mock, fx):
-    route = mock.post(url(fx["rpc"])).mock(return_value=httpx.Response(
-        fx["http_status"], content=_load(fx["file"]), headers={"content-type": "application/json"}))
+    route = mock.post(url(fx["rpc"])).mock(
+        return_value=httpx.Response(
+            fx["http_status"], content=_load(fx["file"]), headers={"content-type": "application/json"}
+        )
+    )
     with pytest.raises(ChattoError) as ei:
         await client.create_message("R" * 15, "hi")
     err = ei.value
@@ -271,7 +290,7 @@ async def test_code_mapping_and_read_retry(client, mock, code, cls, retried):
 
 
 def _deadline(offset: float) -> str:
-    t = datetime.fromtimestamp(time.time() + offset, tz=timezone.utc)
+    t = datetime.fromtimestamp(time.time() + offset, tz=UTC)
     return t.strftime("%Y-%m-%dT%H:%M:%S.%f") + "123Z"  # 9 fractional digits like Go RFC3339Nano
 
 
@@ -293,7 +312,7 @@ async def test_slow_mode_retry_after(client, mock):
 
 
 def test_parse_slow_mode_variants():
-    now = datetime(2026, 8, 28, 10, 0, 0, tzinfo=timezone.utc).timestamp()
+    now = datetime(2026, 8, 28, 10, 0, 0, tzinfo=UTC).timestamp()
     p = parse_slow_mode_retry_after
     assert p("slow mode is active until 2026-08-28T10:00:07.250000000Z", now) == pytest.approx(7.25)
     assert p("slow mode is active until 2026-08-28T10:00:07.5Z", now) == pytest.approx(7.5)
@@ -344,12 +363,20 @@ async def test_non_json_other_statuses(client, mock):
 
 
 def test_error_from_response_direct():
-    e = error_from_response(409, b'{"code":"aborted","message":"occ","details":[{"type":"x","value":"eA"}]}',
-                            "application/json", f"{API}.MessageService/CreateMessage")
+    e = error_from_response(
+        409,
+        b'{"code":"aborted","message":"occ","details":[{"type":"x","value":"eA"}]}',
+        "application/json",
+        f"{API}.MessageService/CreateMessage",
+    )
     assert isinstance(e, ChattoTransientError) and e.retryable and e.method.endswith("CreateMessage")
-    e = error_from_response(429, b'{"code":"resource_exhausted","message":"slow mode is active until '
-                                 b'2026-08-28T10:00:10Z"}', "application/json", "m",
-                            now=datetime(2026, 8, 28, 10, 0, 0, tzinfo=timezone.utc).timestamp())
+    e = error_from_response(
+        429,
+        b'{"code":"resource_exhausted","message":"slow mode is active until 2026-08-28T10:00:10Z"}',
+        "application/json",
+        "m",
+        now=datetime(2026, 8, 28, 10, 0, 0, tzinfo=UTC).timestamp(),
+    )
     assert e.retry_after == pytest.approx(10.0)
     assert isinstance(error_from_response(404, b"", "", "m"), ChattoNotAServerError)
     assert isinstance(error_from_response(404, b"404 page not found\n", "text/plain", "m"), ChattoNotAServerError)
@@ -359,29 +386,59 @@ def test_error_from_response_direct():
 
 
 async def test_json_quirks(client, mock):
-    mock.post(url(f"{API}.RoomDirectoryService/ListRooms")).mock(return_value=ok({
-        "rooms": [
-            {"room": {"id": "R1", "kind": "ROOM_KIND_DM", "slowModeSeconds": "5", "shinyNew": {"x": 1}},
-             "viewerState": {"permissions": [{"permission": "message.post"}, {"permission": "message.react", "granted": True}]}},
-            {"room": {"id": "R2", "kind": 1, "name": "general"}, "viewerState": {"isMember": True}},
-            {"room": {"id": "R3", "kind": "ROOM_KIND_FROM_THE_FUTURE"}},
-        ],
-        "nextThing": "ignored",
-    }))
+    mock.post(url(f"{API}.RoomDirectoryService/ListRooms")).mock(
+        return_value=ok(
+            {
+                "rooms": [
+                    {
+                        "room": {"id": "R1", "kind": "ROOM_KIND_DM", "slowModeSeconds": "5", "shinyNew": {"x": 1}},
+                        "viewerState": {
+                            "permissions": [
+                                {"permission": "message.post"},
+                                {"permission": "message.react", "granted": True},
+                            ]
+                        },
+                    },
+                    {"room": {"id": "R2", "kind": 1, "name": "general"}, "viewerState": {"isMember": True}},
+                    {"room": {"id": "R3", "kind": "ROOM_KIND_FROM_THE_FUTURE"}},
+                ],
+                "nextThing": "ignored",
+            }
+        )
+    )
     r1, r2, r3 = await client.list_rooms()
     assert (r1.kind, r1.name, r1.is_member, r1.slow_mode_seconds) == ("dm", "", False, 5)
     assert r1.permissions == {"message.post": False, "message.react": True}
     assert (r2.kind, r2.name, r2.is_member) == ("channel", "general", True)
     assert r3.kind == "" and r3.permissions == {}
-    mock.post(url(f"{API}.ThreadService/GetThreadEventsAround")).mock(return_value=ok({
-        "page": {"events": [
-            {"id": "E1", "messagePosted": {"message": {"id": "E1", "roomId": "R2", "actorId": "U1", "body": "",
-                                                      "thread": {"replyCount": "3"}, "reactions": [{"emoji": "eyes", "count": "2"}]}}},
-            {"id": "E2", "callRecorded": {"callId": "C1"}},  # unknown oneof variant
-            {"id": "E3", "userJoinedRoom": {"roomId": "R2"}},
-        ], "hasOlder": True, "futureCursor": "x"},
-        "targetIndex": "2",
-    }))
+    mock.post(url(f"{API}.ThreadService/GetThreadEventsAround")).mock(
+        return_value=ok(
+            {
+                "page": {
+                    "events": [
+                        {
+                            "id": "E1",
+                            "messagePosted": {
+                                "message": {
+                                    "id": "E1",
+                                    "roomId": "R2",
+                                    "actorId": "U1",
+                                    "body": "",
+                                    "thread": {"replyCount": "3"},
+                                    "reactions": [{"emoji": "eyes", "count": "2"}],
+                                }
+                            },
+                        },
+                        {"id": "E2", "callRecorded": {"callId": "C1"}},  # unknown oneof variant
+                        {"id": "E3", "userJoinedRoom": {"roomId": "R2"}},
+                    ],
+                    "hasOlder": True,
+                    "futureCursor": "x",
+                },
+                "targetIndex": "2",
+            }
+        )
+    )
     page, idx = await client.get_thread_events_around("R2", "E1", "E3")
     assert idx == 2 and page.other_event_count == 2 and page.has_older and not page.has_newer
     (m,) = page.messages
@@ -400,12 +457,15 @@ def test_decode_json_inputs():
 
 # ------------------------------------------------------------------ retry policy
 
+
 async def test_read_retry_succeeds_after_transient(client, mock, calls):
-    route = mock.post(url(f"{API}.MessageService/GetMessage")).mock(side_effect=[
-        cerr("unavailable", "auth backend down", 503),
-        httpx.ReadTimeout("slow"),
-        ok({"message": {"id": "E1", "roomId": "R1", "actorId": "U1", "body": "hello"}}),
-    ])
+    route = mock.post(url(f"{API}.MessageService/GetMessage")).mock(
+        side_effect=[
+            cerr("unavailable", "auth backend down", 503),
+            httpx.ReadTimeout("slow"),
+            ok({"message": {"id": "E1", "roomId": "R1", "actorId": "U1", "body": "hello"}}),
+        ]
+    )
     m = await client.get_message("R1", "E1")
     assert m.body == "hello" and route.call_count == 3 and len(calls) == 3
 
@@ -424,8 +484,13 @@ WRITES = [
     ("AddReaction", lambda c: c.add_reaction("R1", "E1", "eyes")),
     ("RemoveReaction", lambda c: c.remove_reaction("R1", "E1", "eyes")),
 ]
-AFTER_SEND = [httpx.ReadTimeout("t"), httpx.WriteTimeout("t"), httpx.ReadError("r"),
-              httpx.WriteError("w"), httpx.RemoteProtocolError("server disconnected")]
+AFTER_SEND = [
+    httpx.ReadTimeout("t"),
+    httpx.WriteTimeout("t"),
+    httpx.ReadError("r"),
+    httpx.WriteError("w"),
+    httpx.RemoteProtocolError("server disconnected"),
+]
 
 
 @pytest.mark.parametrize("name,call", WRITES, ids=[w[0] for w in WRITES])
@@ -440,10 +505,15 @@ async def test_write_not_retried_after_send(client, mock, name, call, exc):
 
 @pytest.mark.parametrize("name,call", WRITES, ids=[w[0] for w in WRITES])
 async def test_write_retried_when_never_sent(client, mock, name, call):
-    body = {"message": {"id": "E9", "roomId": "R1", "actorId": BOT_ID, "body": "hi"},
-            "deleted": True, "added": True, "removed": True}
-    route = mock.post(url(f"{API}.MessageService/{name}")).mock(side_effect=[
-        httpx.ConnectError("refused"), httpx.ConnectTimeout("syn"), ok(body)])
+    body = {
+        "message": {"id": "E9", "roomId": "R1", "actorId": BOT_ID, "body": "hi"},
+        "deleted": True,
+        "added": True,
+        "removed": True,
+    }
+    route = mock.post(url(f"{API}.MessageService/{name}")).mock(
+        side_effect=[httpx.ConnectError("refused"), httpx.ConnectTimeout("syn"), ok(body)]
+    )
     result = await call(client)
     assert result is True or result.event_id == "E9"
     assert route.call_count == 3
@@ -488,39 +558,100 @@ async def test_empty_cursor_rejected_and_limit_optional(client, mock):
     assert page.messages == () and page.end_cursor == ""
     await client.get_thread_events("R1", "E1", limit=20, before="tl:b")
     assert json.loads(route.calls.last.request.content) == {
-        "roomId": "R1", "threadRootEventId": "E1", "limit": 20, "before": "tl:b"}
+        "roomId": "R1",
+        "threadRootEventId": "E1",
+        "limit": 20,
+        "before": "tl:b",
+    }
     await client.get_room_events("R1", limit=5, after="tl:x")
     assert json.loads(rroute.calls.last.request.content) == {"roomId": "R1", "limit": 5, "after": "tl:x"}
 
 
 METHODS = [
-    (lambda c: c.get_room("R1"), "RoomDirectoryService/GetRoom", {"roomId": "R1"},
-     {"room": {"room": {"id": "R1"}}}, lambda r: r.id == "R1"),
-    (lambda c: c.start_dm(["U2"]), "RoomService/StartDM", {"participantIds": ["U2"]},
-     {"room": {"id": "R9", "kind": "ROOM_KIND_DM"}}, lambda r: r.is_dm),
-    (lambda c: c.update_typing("R1", "E1"), "RoomService/UpdateTypingIndicator",
-     {"roomId": "R1", "threadRootEventId": "E1"}, {"updated": True}, lambda r: r is True),
-    (lambda c: c.get_message("R1", "E1"), "MessageService/GetMessage", {"roomId": "R1", "eventId": "E1"},
-     {"message": {"id": "E1"}}, lambda r: r.event_id == "E1"),
-    (lambda c: c.delete_message("R1", "E1"), "MessageService/DeleteMessage", {"roomId": "R1", "eventId": "E1"},
-     {"deleted": True}, lambda r: r is True),
-    (lambda c: c.add_reaction("R1", "E1", "eyes"), "MessageService/AddReaction",
-     {"roomId": "R1", "messageEventId": "E1", "emoji": "eyes"}, {"added": True, "reaction": {"emoji": "eyes"}},
-     lambda r: r is True),
-    (lambda c: c.remove_reaction("R1", "E1", "eyes"), "MessageService/RemoveReaction",
-     {"roomId": "R1", "messageEventId": "E1", "emoji": "eyes"}, {}, lambda r: r is False),
-    (lambda c: c.create_message("R1", "hi", in_reply_to="E0", also_send_to_channel=True), "MessageService/CreateMessage",
-     {"roomId": "R1", "body": "hi", "inReplyTo": "E0", "alsoSendToChannel": True},
-     {"message": {"id": "E2"}}, lambda r: r.event_id == "E2"),
-    (lambda c: c.get_thread_events_around("R1", "E1", "E5", limit=9), "ThreadService/GetThreadEventsAround",
-     {"roomId": "R1", "threadRootEventId": "E1", "eventId": "E5", "limit": 9}, {"page": {}}, lambda r: r[1] == 0),
-    (lambda c: c.batch_get_users(["U1", "U2"]), "UserService/BatchGetUsers", {"userIds": ["U1", "U2"]},
-     {"users": [{"user": {"id": "U1", "isBot": True}}, {"user": {"id": "U2"}}]},
-     lambda r: [(u.id, u.is_bot) for u in r] == [("U1", True), ("U2", False)]),
-    (lambda c: c.get_user(login="alice"), "UserService/GetUser", {"login": "alice"},
-     {"user": {"user": {"id": "U1", "login": "alice"}}}, lambda r: r.login == "alice"),
-    (lambda c: c.get_user(user_id="U1"), "UserService/GetUser", {"userId": "U1"},
-     {"user": {"user": {"id": "U1"}}}, lambda r: r.id == "U1"),
+    (
+        lambda c: c.get_room("R1"),
+        "RoomDirectoryService/GetRoom",
+        {"roomId": "R1"},
+        {"room": {"room": {"id": "R1"}}},
+        lambda r: r.id == "R1",
+    ),
+    (
+        lambda c: c.start_dm(["U2"]),
+        "RoomService/StartDM",
+        {"participantIds": ["U2"]},
+        {"room": {"id": "R9", "kind": "ROOM_KIND_DM"}},
+        lambda r: r.is_dm,
+    ),
+    (
+        lambda c: c.update_typing("R1", "E1"),
+        "RoomService/UpdateTypingIndicator",
+        {"roomId": "R1", "threadRootEventId": "E1"},
+        {"updated": True},
+        lambda r: r is True,
+    ),
+    (
+        lambda c: c.get_message("R1", "E1"),
+        "MessageService/GetMessage",
+        {"roomId": "R1", "eventId": "E1"},
+        {"message": {"id": "E1"}},
+        lambda r: r.event_id == "E1",
+    ),
+    (
+        lambda c: c.delete_message("R1", "E1"),
+        "MessageService/DeleteMessage",
+        {"roomId": "R1", "eventId": "E1"},
+        {"deleted": True},
+        lambda r: r is True,
+    ),
+    (
+        lambda c: c.add_reaction("R1", "E1", "eyes"),
+        "MessageService/AddReaction",
+        {"roomId": "R1", "messageEventId": "E1", "emoji": "eyes"},
+        {"added": True, "reaction": {"emoji": "eyes"}},
+        lambda r: r is True,
+    ),
+    (
+        lambda c: c.remove_reaction("R1", "E1", "eyes"),
+        "MessageService/RemoveReaction",
+        {"roomId": "R1", "messageEventId": "E1", "emoji": "eyes"},
+        {},
+        lambda r: r is False,
+    ),
+    (
+        lambda c: c.create_message("R1", "hi", in_reply_to="E0", also_send_to_channel=True),
+        "MessageService/CreateMessage",
+        {"roomId": "R1", "body": "hi", "inReplyTo": "E0", "alsoSendToChannel": True},
+        {"message": {"id": "E2"}},
+        lambda r: r.event_id == "E2",
+    ),
+    (
+        lambda c: c.get_thread_events_around("R1", "E1", "E5", limit=9),
+        "ThreadService/GetThreadEventsAround",
+        {"roomId": "R1", "threadRootEventId": "E1", "eventId": "E5", "limit": 9},
+        {"page": {}},
+        lambda r: r[1] == 0,
+    ),
+    (
+        lambda c: c.batch_get_users(["U1", "U2"]),
+        "UserService/BatchGetUsers",
+        {"userIds": ["U1", "U2"]},
+        {"users": [{"user": {"id": "U1", "isBot": True}}, {"user": {"id": "U2"}}]},
+        lambda r: [(u.id, u.is_bot) for u in r] == [("U1", True), ("U2", False)],
+    ),
+    (
+        lambda c: c.get_user(login="alice"),
+        "UserService/GetUser",
+        {"login": "alice"},
+        {"user": {"user": {"id": "U1", "login": "alice"}}},
+        lambda r: r.login == "alice",
+    ),
+    (
+        lambda c: c.get_user(user_id="U1"),
+        "UserService/GetUser",
+        {"userId": "U1"},
+        {"user": {"user": {"id": "U1"}}},
+        lambda r: r.id == "U1",
+    ),
 ]
 
 
@@ -548,11 +679,19 @@ async def test_key_never_in_errors_or_logs(client, mock, caplog):
     caplog.set_level(logging.DEBUG)
     errors: list[BaseException] = []
     scenarios = [
-        (f"{API}.ViewerService/GetViewer", cerr("unauthenticated", "authentication required", 401), lambda c: c.get_viewer()),
+        (
+            f"{API}.ViewerService/GetViewer",
+            cerr("unauthenticated", "authentication required", 401),
+            lambda c: c.get_viewer(),
+        ),
         (f"{API}.MessageService/CreateMessage", httpx.ReadTimeout("t"), lambda c: c.create_message("R1", "x")),
         (f"{API}.MessageService/GetMessage", httpx.ConnectError("refused"), lambda c: c.get_message("R1", "E1")),
         (f"{API}.RoomDirectoryService/GetRoom", httpx.Response(404), lambda c: c.get_room("R1")),
-        (f"{API}.RoomDirectoryService/ListRooms", cerr("internal", "internal server error", 500), lambda c: c.list_rooms()),
+        (
+            f"{API}.RoomDirectoryService/ListRooms",
+            cerr("internal", "internal server error", 500),
+            lambda c: c.list_rooms(),
+        ),
     ]
     for path, outcome, call in scenarios:
         route = mock.post(url(path))
@@ -563,6 +702,11 @@ async def test_key_never_in_errors_or_logs(client, mock, caplog):
     assert isinstance(errors[0], ChattoCredentialError)
     assert mock.calls.call_count == 1 + 1 + 3 + 1 + 3  # credential errors are never retried
     assert caplog.records, "expected debug/info logging"
-    for text in [caplog.text, *(str(e) for e in errors), *(repr(e) for e in errors),
-                 *(repr(e.__dict__) for e in errors), *(str(e.__cause__) for e in errors)]:
+    for text in [
+        caplog.text,
+        *(str(e) for e in errors),
+        *(repr(e) for e in errors),
+        *(repr(e.__dict__) for e in errors),
+        *(str(e.__cause__) for e in errors),
+    ]:
         assert SECRET not in text and KEY not in text

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -49,17 +49,20 @@ from hermes_chatto.wire.frames import (
 )
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 from hermes_chatto.wire.types import message_from_pb
+
 from support.paths import WIRE_FIXTURES
 
 try:  # helper H1 owns wire/connect.py
     from hermes_chatto.wire.connect import decode_json
 except ImportError:  # pragma: no cover - temporary fallback until connect.py exists
+
     def decode_json(pb_cls, data):
         if isinstance(data, (bytes, bytearray)):
             data = data.decode("utf-8")
         if isinstance(data, dict):
             data = json.dumps(data)
         return json_format.Parse(data, pb_cls(), ignore_unknown_fields=True)
+
 
 _ENV = os.environ.get("CHATTO_WIRE_FIXTURES")
 FIXTURES = Path(_ENV) if _ENV else WIRE_FIXTURES
@@ -92,8 +95,17 @@ NOT_MODELLED: dict[str, str] = {
 }
 
 #: upsert / projection-event keys that are classifier outputs (checked in the session test).
-CLASSIFICATION_KEYS = {"classification", "is_new", "is_edit", "is_delete", "is_reaction", "is_self",
-                       "is_reply", "is_echo", "is_inbound_candidate"}
+CLASSIFICATION_KEYS = {
+    "classification",
+    "is_new",
+    "is_edit",
+    "is_delete",
+    "is_reaction",
+    "is_self",
+    "is_reply",
+    "is_echo",
+    "is_inbound_candidate",
+}
 
 
 def _ids(items):
@@ -122,7 +134,7 @@ def _instant(rfc3339: str) -> tuple[int, int]:
     frac = "0"
     if "." in s:
         s, frac = s.split(".", 1)
-    dt = datetime.fromisoformat(s).replace(tzinfo=timezone.utc)
+    dt = datetime.fromisoformat(s).replace(tzinfo=UTC)
     return int(dt.timestamp()), int(frac.ljust(9, "0")[:9])
 
 
@@ -154,7 +166,7 @@ def compare(expected, actual, path: str, skip_prefix: str = "", skip: set[str] =
     if isinstance(expected, list):
         assert isinstance(actual, list), f"{path}: expected a list"
         assert len(actual) == len(expected), f"{path}: length {len(actual)} != {len(expected)}"
-        for i, (e, a) in enumerate(zip(expected, actual)):
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
             compare(e, a, f"{path}[{i}]", "", skip)
         return
     assert actual == expected, f"{path}: {actual!r} != {expected!r}"
@@ -193,7 +205,7 @@ class _EnumName(str):
 
 
 def user_index(includes) -> dict:
-    return {k: v for k, v in includes.users.items()}
+    return dict(includes.users.items())
 
 
 def message_facts(m, users: dict | None) -> dict:
@@ -215,8 +227,11 @@ def message_facts(m, users: dict | None) -> dict:
             "last_reply_at": _ts(t, "last_reply_at"),
             "participant_preview_user_ids": list(t.participant_preview_user_ids),
             "participant_count": t.participant_count,
-            "viewer_is_following": (t.viewer_state.is_following if t.HasField("viewer_state")
-                                    and t.viewer_state.HasField("is_following") else None),
+            "viewer_is_following": (
+                t.viewer_state.is_following
+                if t.HasField("viewer_state") and t.viewer_state.HasField("is_following")
+                else None
+            ),
         }
     return {
         "event_id": m.id,
@@ -238,8 +253,15 @@ def message_facts(m, users: dict | None) -> dict:
         "updated_at": _ts(m, "updated_at"),
         "deleted_at": _ts(m, "deleted_at"),
         "pinned": m.pinned,
-        "reactions": [{"emoji": r.emoji, "count": r.count, "has_reacted": r.has_reacted,
-                       "preview_user_ids": list(r.preview_user_ids)} for r in m.reactions],
+        "reactions": [
+            {
+                "emoji": r.emoji,
+                "count": r.count,
+                "has_reacted": r.has_reacted,
+                "preview_user_ids": list(r.preview_user_ids),
+            }
+            for r in m.reactions
+        ],
         "thread": thread,
         "is_self": cm.author_id == bot["id"],
         "is_reply": cm.is_reply,
@@ -276,30 +298,52 @@ def op_facts(op) -> dict:
     if name == "server_upsert":
         out.update(name=v.name, version=v.version)
     elif name == "server_state_upsert":
-        out.update(message_edit_window_seconds=v.runtime.message_edit_window_seconds,
-                   max_upload_size=str(v.runtime.max_upload_size))  # int64: JSON string in the manifest
+        out.update(
+            message_edit_window_seconds=v.runtime.message_edit_window_seconds,
+            max_upload_size=str(v.runtime.max_upload_size),
+        )  # int64: JSON string in the manifest
         if v.HasField("pinned_message_change"):
             pc = v.pinned_message_change
             out["pinned_message_change"] = {
                 "action": _EnumName(_enum_name(pc.DESCRIPTOR.fields_by_name["action"].enum_type, pc.action)),
-                "action_value": pc.action, "room_id": pc.room_id, "message_event_id": pc.message_event_id}
+                "action_value": pc.action,
+                "room_id": pc.room_id,
+                "message_event_id": pc.message_event_id,
+            }
         else:
             out["pinned_message_change"] = None
     elif name == "viewer_upsert":
         p = v.user.profile
-        out.update(user_id=p.id, login=p.login, display_name=p.display_name, is_bot=p.is_bot,
-                   granted_server_permissions=permissions(v.viewer_permissions.permissions, True))
+        out.update(
+            user_id=p.id,
+            login=p.login,
+            display_name=p.display_name,
+            is_bot=p.is_bot,
+            granted_server_permissions=permissions(v.viewer_permissions.permissions, True),
+        )
     elif name == "user_upsert":
         u = v.user
-        out.update(id=u.id, login=u.login, display_name=u.display_name, is_bot=u.is_bot,
-                   avatar_url=_opt(u, "avatar_url"), roles=list(v.roles))
+        out.update(
+            id=u.id,
+            login=u.login,
+            display_name=u.display_name,
+            is_bot=u.is_bot,
+            avatar_url=_opt(u, "avatar_url"),
+            roles=list(v.roles),
+        )
     elif name == "room_upsert":
         r, vs = v.room.room, v.room.viewer_state
-        out.update(room_id=r.id, kind=_enum_name(pb.RoomKind.DESCRIPTOR, r.kind), name=r.name,
-                   is_member=vs.is_member, has_unread=vs.has_unread,
-                   granted_permissions=permissions(vs.permissions, True),
-                   denied_permissions=permissions(vs.permissions, False),
-                   member_user_ids=list(v.member_user_ids), has_message_history=_opt(v, "has_message_history"))
+        out.update(
+            room_id=r.id,
+            kind=_enum_name(pb.RoomKind.DESCRIPTOR, r.kind),
+            name=r.name,
+            is_member=vs.is_member,
+            has_unread=vs.has_unread,
+            granted_permissions=permissions(vs.permissions, True),
+            denied_permissions=permissions(vs.permissions, False),
+            member_user_ids=list(v.member_user_ids),
+            has_message_history=_opt(v, "has_message_history"),
+        )
     elif name == "room_viewer_state_replace":
         out.update(room_id=v.room_id, is_member=v.viewer_state.is_member, has_unread=v.viewer_state.has_unread)
     elif name == "room_activity":
@@ -307,27 +351,47 @@ def op_facts(op) -> dict:
     elif name == "room_timeline_replace":
         page = v.page
         users = user_index(page.includes)
-        out.update(room_id=v.room_id, start_cursor=page.start_cursor, end_cursor=page.end_cursor,
-                   has_older=page.has_older, has_newer=page.has_newer,
-                   event_ids=[e.id for e in page.events], event_cursors=dict(v.event_cursors),
-                   includes_user_ids=sorted(users), events=[timeline_event_facts(e, users) for e in page.events])
+        out.update(
+            room_id=v.room_id,
+            start_cursor=page.start_cursor,
+            end_cursor=page.end_cursor,
+            has_older=page.has_older,
+            has_newer=page.has_newer,
+            event_ids=[e.id for e in page.events],
+            event_cursors=dict(v.event_cursors),
+            includes_user_ids=sorted(users),
+            events=[timeline_event_facts(e, users) for e in page.events],
+        )
     elif name == "room_timeline_event_upsert":
         users = user_index(v.includes)
-        out.update(room_id=v.room_id, retain_deleted_row=v.retain_deleted_row, event_cursor=v.event_cursor,
-                   includes_user_ids=sorted(users))
+        out.update(
+            room_id=v.room_id,
+            retain_deleted_row=v.retain_deleted_row,
+            event_cursor=v.event_cursor,
+            includes_user_ids=sorted(users),
+        )
         out.update(timeline_event_facts(v.event, users))
         if v.HasField("reaction_change"):
             rc = v.reaction_change
             out["reaction_change"] = {
                 "action": _EnumName(_enum_name(pb.RealtimeProjectionReactionAction.DESCRIPTOR, rc.action)),
-                "action_value": rc.action, "message_event_id": rc.message_event_id, "emoji": rc.emoji,
-                "user_id": rc.user_id}
+                "action_value": rc.action,
+                "message_event_id": rc.message_event_id,
+                "emoji": rc.emoji,
+                "user_id": rc.user_id,
+            }
         else:
             out["reaction_change"] = None
     elif name == "thread_viewer_states_replace":
-        out["states"] = [{"room_id": s.room_id, "thread_root_event_id": s.thread_root_event_id,
-                          "is_following": _opt(s.viewer_state, "is_following"),
-                          "has_unread": _opt(s.viewer_state, "has_unread")} for s in v.states]
+        out["states"] = [
+            {
+                "room_id": s.room_id,
+                "thread_root_event_id": s.thread_root_event_id,
+                "is_following": _opt(s.viewer_state, "is_following"),
+                "has_unread": _opt(s.viewer_state, "has_unread"),
+            }
+            for s in v.states
+        ]
     return out
 
 
@@ -336,8 +400,12 @@ def frame_facts(frame) -> dict:
     out: dict = {"frame": kind}
     v = getattr(frame, kind)
     if kind == "hello":
-        out[kind] = {"protocol_version": v.protocol_version, "server_version": v.server_version,
-                     "heartbeat_interval_seconds": v.heartbeat_interval_seconds, "capabilities": list(v.capabilities)}
+        out[kind] = {
+            "protocol_version": v.protocol_version,
+            "server_version": v.server_version,
+            "heartbeat_interval_seconds": v.heartbeat_interval_seconds,
+            "capabilities": list(v.capabilities),
+        }
     elif kind == "subscribed":
         out[kind] = {"start_cursor": _opt(v, "start_cursor")}
     elif kind == "caught_up":
@@ -347,24 +415,36 @@ def frame_facts(frame) -> dict:
     elif kind == "pong":
         out[kind] = {"nonce": v.nonce}
     elif kind == "error":
-        out[kind] = {"code": v.code, "message": v.message, "fatal": v.fatal,
-                     "retry_after_ms": _opt(v, "retry_after_ms"), "room_id": _opt(v, "room_id")}
+        out[kind] = {
+            "code": v.code,
+            "message": v.message,
+            "fatal": v.fatal,
+            "retry_after_ms": _opt(v, "retry_after_ms"),
+            "room_id": _opt(v, "room_id"),
+        }
     elif kind == "close":
         out[kind] = {"code": v.code, "message": v.message, "reconnect": v.reconnect, "retry_after_ms": v.retry_after_ms}
     elif kind == "event":
         ek = v.WhichOneof("event")
         e = {"id": v.id, "created_at": _ts(v, "created_at"), "actor_id": _opt(v, "actor_id"), "kind": ek}
         if ek == "user_typing":
-            e["user_typing"] = {"room_id": v.user_typing.room_id,
-                                "thread_root_event_id": _opt(v.user_typing, "thread_root_event_id")}
+            e["user_typing"] = {
+                "room_id": v.user_typing.room_id,
+                "thread_root_event_id": _opt(v.user_typing, "thread_root_event_id"),
+            }
         out[kind] = e
     elif kind == "projection_event":
         ops = list(v.operations)
-        out[kind] = {"id": v.id, "created_at": _ts(v, "created_at"), "actor_id": _opt(v, "actor_id"),
-                     "resume_cursor": _opt(v, "resume_cursor"), "operation_count": len(ops),
-                     "operation_names": [o.WhichOneof("operation") for o in ops],
-                     "operation_tags": [o.DESCRIPTOR.fields_by_name[o.WhichOneof("operation")].number for o in ops],
-                     "operations": [op_facts(o) for o in ops]}
+        out[kind] = {
+            "id": v.id,
+            "created_at": _ts(v, "created_at"),
+            "actor_id": _opt(v, "actor_id"),
+            "resume_cursor": _opt(v, "resume_cursor"),
+            "operation_count": len(ops),
+            "operation_names": [o.WhichOneof("operation") for o in ops],
+            "operation_tags": [o.DESCRIPTOR.fields_by_name[o.WhichOneof("operation")].number for o in ops],
+            "operations": [op_facts(o) for o in ops],
+        }
     return out
 
 
@@ -402,12 +482,20 @@ def test_server_frame_decodes_to_manifest_facts(fx):
     if kind == "projection_event":
         pe_exp = exp["projection_event"]
         pe_facts = facts["projection_event"]
-        compare({k: v for k, v in pe_exp.items() if k not in ("operations", "inbound_message_ids")},
-                pe_facts, "projection_event")
+        compare(
+            {k: v for k, v in pe_exp.items() if k not in ("operations", "inbound_message_ids")},
+            pe_facts,
+            "projection_event",
+        )
         assert len(pe_exp["operations"]) == len(pe_facts["operations"])
-        for i, (oe, of) in enumerate(zip(pe_exp["operations"], pe_facts["operations"])):
-            compare(oe, of, f"operations[{i}]<{oe['op']}>", skip_prefix=f"{oe['op']}.",
-                    skip=CLASSIFICATION_KEYS if oe["op"] == "room_timeline_event_upsert" else frozenset())
+        for i, (oe, of) in enumerate(zip(pe_exp["operations"], pe_facts["operations"], strict=True)):
+            compare(
+                oe,
+                of,
+                f"operations[{i}]<{oe['op']}>",
+                skip_prefix=f"{oe['op']}.",
+                skip=CLASSIFICATION_KEYS if oe["op"] == "room_timeline_event_upsert" else frozenset(),
+            )
             # nested keys of skipped ops are never silently accepted: only listed top-level ones
             for key in oe:
                 if f"{oe['op']}.{key}" in NOT_MODELLED:
@@ -456,8 +544,13 @@ def test_session_classification_in_order():
         if kind == "event":
             if exp["event"]["kind"] == "user_typing":
                 t = exp["event"]["user_typing"]
-                assert events == [Typing(room_id=t["room_id"], thread_root_event_id=t["thread_root_event_id"] or "",
-                                         user_id=exp["event"]["actor_id"] or "")], name
+                assert events == [
+                    Typing(
+                        room_id=t["room_id"],
+                        thread_root_event_id=t["thread_root_event_id"] or "",
+                        user_id=exp["event"]["actor_id"] or "",
+                    )
+                ], name
             else:
                 assert events == [], name
             continue
@@ -473,7 +566,7 @@ def test_session_classification_in_order():
             assert events[-1] == CursorAdvanced(cursor=cursor, projection_id=pe_exp["id"]), name
             assert not any(isinstance(e, CursorAdvanced) for e in events[:-1])
         inbound = []
-        for i, (oe, op, ev) in enumerate(zip(pe_exp["operations"], ops, events)):
+        for i, (oe, op, ev) in enumerate(zip(pe_exp["operations"], ops, events, strict=False)):
             where = f"{name} op[{i}] {oe['op']}"
             opname = oe["op"]
             if opname == "room_timeline_event_upsert":
@@ -511,7 +604,10 @@ def test_session_classification_in_order():
                 elif isinstance(ev, ReactionChanged):
                     rc = oe["reaction_change"]
                     assert (ev.message_event_id, ev.emoji, ev.user_id) == (
-                        rc["message_event_id"], rc["emoji"], rc["user_id"]), where
+                        rc["message_event_id"],
+                        rc["emoji"],
+                        rc["user_id"],
+                    ), where
                     assert ev.added == (rc["action_value"] == pb.REALTIME_PROJECTION_REACTION_ACTION_ADDED), where
                     assert ev.room_id == oe["room_id"], where
             elif opname == "room_viewer_state_replace":
@@ -524,8 +620,12 @@ def test_session_classification_in_order():
                 assert sorted(p for p, g in ev.room.permissions.items() if g) == sorted(oe["granted_permissions"])
                 assert ev.room.is_dm == (oe["kind"] == "ROOM_KIND_DM"), where
             elif opname == "room_activity":
-                assert ev == RoomActivity(room_id=oe["room_id"], projection_id=pe_exp["id"],
-                                          actor_id=pe_exp["actor_id"] or "", resume_cursor=cursor), where
+                assert ev == RoomActivity(
+                    room_id=oe["room_id"],
+                    projection_id=pe_exp["id"],
+                    actor_id=pe_exp["actor_id"] or "",
+                    resume_cursor=cursor,
+                ), where
             elif opname == "room_timeline_replace":
                 assert isinstance(ev, TimelineReplaced) and ev.room_id == oe["room_id"], where
                 msg_ids = [e["event_id"] for e in oe["events"] if e["event_kind"] == "message_posted"]
@@ -599,10 +699,15 @@ def test_client_frame_encoders_are_byte_exact(fx):
     assert frame.WhichOneof("frame") == kind
     v = getattr(frame, kind)
     facts = {
-        "hello": lambda: {"protocol_version": v.protocol_version, "bearer_token": _opt(v, "bearer_token"),
-                          "bot_user_id_in_token": v.bearer_token[len("cht_BK_"):].split(".", 1)[0]},
-        "subscribe_events": lambda: {"resume_cursor": _opt(v, "resume_cursor"),
-                                     "retained_room_ids": list(v.retained_room_ids)},
+        "hello": lambda: {
+            "protocol_version": v.protocol_version,
+            "bearer_token": _opt(v, "bearer_token"),
+            "bot_user_id_in_token": v.bearer_token[len("cht_BK_") :].split(".", 1)[0],
+        },
+        "subscribe_events": lambda: {
+            "resume_cursor": _opt(v, "resume_cursor"),
+            "retained_room_ids": list(v.retained_room_ids),
+        },
         "ping": lambda: {"nonce": v.nonce},
         "hydrate_room": lambda: {"room_id": v.room_id},
     }[kind]()
@@ -612,8 +717,11 @@ def test_client_frame_encoders_are_byte_exact(fx):
 def test_subscribe_cursor_is_newest_durable_cursor_of_the_set():
     """conventions.frame_order: c2's resume cursor is the newest durable cursor in the set."""
     c2 = next(f for f in CLIENT if f["expect"]["frame"] == "subscribe_events")
-    durable = [f["expect"]["projection_event"]["resume_cursor"] for f in SERVER
-               if f["expect"]["frame"] == "projection_event" and f["expect"]["projection_event"]["resume_cursor"]]
+    durable = [
+        f["expect"]["projection_event"]["resume_cursor"]
+        for f in SERVER
+        if f["expect"]["frame"] == "projection_event" and f["expect"]["projection_event"]["resume_cursor"]
+    ]
     assert durable and c2["expect"]["subscribe_events"]["resume_cursor"] == durable[-1]
 
 
@@ -628,8 +736,10 @@ def _thread_response_facts(resp, all_expects) -> dict:
         "event_ids": [e.id for e in page.events],
         "root_included": any(not m.thread_root_event_id for m in msgs),
         "reply_ids": [m.id for m in msgs if m.thread_root_event_id],
-        "start_cursor": page.start_cursor, "end_cursor": page.end_cursor,
-        "has_older": page.has_older, "has_newer": page.has_newer,
+        "start_cursor": page.start_cursor,
+        "end_cursor": page.end_cursor,
+        "has_older": page.has_older,
+        "has_newer": page.has_newer,
         "includes_user_ids": sorted(users),
         "messages": [message_facts(m, users) for m in msgs],
     }
@@ -643,30 +753,57 @@ def connect_facts(fx, msg, raw: dict) -> dict:
         node = raw
         for part in exp_path.split("."):
             node = node[part]
-        return {"user_id": p.id, "login": p.login, "display_name": p.display_name, "is_bot": p.is_bot,
-                "granted_server_permissions": permissions(msg.viewer_permissions.permissions, True),
-                "json_path_user_id": exp_path if node == p.id else f"<{exp_path} does not hold the user id>"}
+        return {
+            "user_id": p.id,
+            "login": p.login,
+            "display_name": p.display_name,
+            "is_bot": p.is_bot,
+            "granted_server_permissions": permissions(msg.viewer_permissions.permissions, True),
+            "json_path_user_id": exp_path if node == p.id else f"<{exp_path} does not hold the user id>",
+        }
     if t == "ListRoomsResponse":
-        return {"rooms": [{"room_id": r.room.id, "kind": _enum_name(pb.RoomKind.DESCRIPTOR, r.room.kind),
-                           "name": r.room.name, "is_member": r.viewer_state.is_member,
-                           "has_unread": r.viewer_state.has_unread,
-                           "granted_permissions": permissions(r.viewer_state.permissions, True),
-                           "denied_permissions": permissions(r.viewer_state.permissions, False)} for r in msg.rooms]}
+        return {
+            "rooms": [
+                {
+                    "room_id": r.room.id,
+                    "kind": _enum_name(pb.RoomKind.DESCRIPTOR, r.room.kind),
+                    "name": r.room.name,
+                    "is_member": r.viewer_state.is_member,
+                    "has_unread": r.viewer_state.has_unread,
+                    "granted_permissions": permissions(r.viewer_state.permissions, True),
+                    "denied_permissions": permissions(r.viewer_state.permissions, False),
+                }
+                for r in msg.rooms
+            ]
+        }
     if t == "CreateMessageRequest":
-        return {"room_id": msg.room_id, "body": msg.body, "thread_root_event_id": msg.thread_root_event_id,
-                "also_send_to_channel": msg.also_send_to_channel, "in_reply_to": msg.in_reply_to}
+        return {
+            "room_id": msg.room_id,
+            "body": msg.body,
+            "thread_root_event_id": msg.thread_root_event_id,
+            "also_send_to_channel": msg.also_send_to_channel,
+            "in_reply_to": msg.in_reply_to,
+        }
     if t in ("CreateMessageResponse", "UpdateMessageResponse"):
         return {"message": message_facts(msg.message, None)}
     if t == "GetThreadEventsRequest":
         which = msg.WhichOneof("cursor")
-        return {"room_id": msg.room_id, "thread_root_event_id": msg.thread_root_event_id, "limit": msg.limit,
-                "before": msg.before if which == "before" else None,
-                "after": msg.after if which == "after" else None}
+        return {
+            "room_id": msg.room_id,
+            "thread_root_event_id": msg.thread_root_event_id,
+            "limit": msg.limit,
+            "before": msg.before if which == "before" else None,
+            "after": msg.after if which == "after" else None,
+        }
     if t == "GetThreadEventsResponse":
         return _thread_response_facts(msg, None)
     if t == "UpdateMessageRequest":
-        return {"room_id": msg.room_id, "event_id": msg.event_id, "body": _opt(msg, "body"),
-                "also_send_to_channel": _opt(msg, "also_send_to_channel")}
+        return {
+            "room_id": msg.room_id,
+            "event_id": msg.event_id,
+            "body": _opt(msg, "body"),
+            "also_send_to_channel": _opt(msg, "also_send_to_channel"),
+        }
     raise AssertionError(f"no extractor for {fx['message_type']}")
 
 
@@ -679,8 +816,11 @@ def test_connect_json_decodes_to_manifest_facts(fx):
     compare(exp, connect_facts(fx, msg, json.loads(text)), fx["file"])
     if request_after is not None:
         # the cursor this page was requested with is the end cursor of an earlier thread page
-        others = [f["expect"]["end_cursor"] for f in CONNECT
-                  if f is not fx and f["message_type"] == fx["message_type"] and f["expect"].get("end_cursor")]
+        others = [
+            f["expect"]["end_cursor"]
+            for f in CONNECT
+            if f is not fx and f["message_type"] == fx["message_type"] and f["expect"].get("end_cursor")
+        ]
         assert request_after in others
     # the JSON decoder accepts the same body as bytes and as a dict (connect.decode_json contract)
     assert decode_json(_pb_class(fx["message_type"]), text.encode("utf-8")) == msg
