@@ -776,8 +776,7 @@ class RealtimeSession:
         return caught
 
     async def _handle_error(self, err: pb.RealtimeError) -> None:
-        """``RealtimeError`` (``code``, ``fatal``, ``retry_after_ms``, ``room_id``). Raises for fatal codes;
-        returns for non-fatal ones."""
+        """``RealtimeError`` (``code``, ``fatal``, ``retry_after_ms``, ``room_id``): raises if fatal, else returns."""
         self.stats["errors"] += 1
         code = err.code
         retry = err.retry_after_ms / 1000.0 if err.HasField("retry_after_ms") else None
