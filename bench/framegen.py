@@ -1,7 +1,8 @@
 """Realistic ``RealtimeServerFrame`` bytes for benchmarks and fuzzing (pure, seeded).
 
-Shapes follow spec §3.7 ("HOW A BOT LEARNS THAT A NEW MESSAGE WAS POSTED") and the golden
-fixtures ``realtime/server/02-01_alice_root_mentions_bot.bin`` (root message in a retained
+Shapes follow how Chatto maps one ``MessagePosted`` fact to projection operations
+(``realtimeProjectionFrameForEventWithRooms`` in Chatto's cli/internal/http_server/realtime_projection.go)
+and the golden fixtures ``realtime/server/02-01_alice_root_mentions_bot.bin`` (root message in a retained
 room: ``room_viewer_state_replace``, ``room_activity``, ``room_timeline_event_upsert``) and
 ``04-01_bob_thread_reply.bin`` (thread reply: ``room_viewer_state_replace``, upsert of the
 reply, upsert of the refreshed root, ``thread_viewer_states_replace``).
@@ -98,7 +99,7 @@ def build_message_frame(
 
     ``kind="root"``: three operations (viewer state, ``room_activity``, upsert).
     ``kind="reply"``: four operations (viewer state, reply upsert, root upsert with the
-    refreshed ``thread`` summary, ``thread_viewer_states_replace``) - spec §3.7.
+    refreshed ``thread`` summary, ``thread_viewer_states_replace``, sent when the bot follows the thread).
     ``author``/``bot``/``root_author`` are ``(user_id, login, display_name)``.
     """
     frame = pb.RealtimeServerFrame()

@@ -1,8 +1,11 @@
 """Feature detection against the Hermes host (hermes-agent 0.19.0 on PyPI and newer).
 
 Every Hermes import in this module happens inside a function, so importing
-``hermes_chatto`` stays cheap and works without Hermes installed. The fallbacks follow
-``../shared/spec/hermes-platform-plugin.md`` §3.2, §4.2 and §9.
+``hermes_chatto`` stays cheap and works without Hermes installed. Each helper uses the
+newest host API present and falls back to what 0.19.0 has: the session-key chain of
+:func:`session_key`, the scoped secret reader (newer hosts'
+``gateway.platforms._shared.get_scoped_secret``; 0.19.0 has no ``_shared.py``) and the
+profile key (``hermes_constants.hermes_home_key``, else the normcased resolved Hermes home).
 """
 
 from __future__ import annotations
@@ -134,7 +137,8 @@ def session_key(adapter: Any, source: Any) -> str:
     """The session key the runner will use for ``source``, byte-identical to
     ``runner._session_key_for_source(source)``.
 
-    Preference (spec §3.2): ``adapter._source_session_key`` (newer) →
+    Preference (the adapter's own helpers first, since the profile namespace and per-user flags
+    live in the host): ``adapter._source_session_key`` (newer) →
     ``adapter._event_session_key`` (intermediate) → ``adapter.gateway_runner.
     _session_key_for_source`` (0.19.0 with a runner) → ``build_session_key`` with the
     source's profile and the adapter's per-user flags.

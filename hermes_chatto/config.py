@@ -5,7 +5,8 @@ Every setting is **one field** of :class:`ChattoSettings` with three coordinated
 * the model attribute (``settings.require_mention``),
 * the environment variable (``CHATTO_REQUIRE_MENTION``), read from the *serving profile's*
   secret scope through :func:`hermes_chatto.compat.get_secret` — never from ``os.environ``
-  directly (design-notes §2, Hermes spec §4.2),
+  directly (one gateway process can serve several profiles, and then ``os.environ`` holds
+  the launch profile's values),
 * the ``config.yaml`` key under ``platforms.chatto.extra`` (``require_mention``), i.e.
   ``PlatformConfig.extra`` as the gateway hands it to the adapter factory.
 
@@ -70,7 +71,7 @@ BOT_KEY_ENV = "CHATTO_BOT_KEY"
 YAML_PREFIX = "platforms.chatto.extra"
 
 #: ``cht_BK_`` + bot user id (``U`` + 14 ``[0-9A-Za-z]``) + ``.`` + unpadded base64url secret
-#: (chatto-protocol.md §1.3, ``cli/internal/core/ids.go`` ``NewBotAPIKey``).
+#: (Chatto's ``cli/internal/core/ids.go`` ``NewBotAPIKey``; legacy 32-byte secrets also parse).
 BOT_KEY_RE = re.compile(r"^cht_BK_(U[0-9A-Za-z]{14})\.([A-Za-z0-9_-]{16,})$")
 _KEYISH_RE = re.compile(r"cht_BK_[A-Za-z0-9._-]{6,}")
 
@@ -877,7 +878,7 @@ def env_enablement() -> dict | None:
     "thread_id"}``; the host pops it into the ``HomeChannel`` that ``hermes send --to
     chatto`` and cron delivery use. Its source: ``CHATTO_HOME_CHANNEL`` (+
     ``CHATTO_HOME_CHANNEL_THREAD_ID``), which ``/sethome`` writes to ``.env`` — this is what
-    re-seeds the home channel after a restart (Hermes spec §5.4) — else
+    re-seeds the home channel after a restart (the host keeps no other record of it) — else
     ``platforms.chatto.extra.home_channel`` (+ ``home_thread``), the form ``hermes config
     set`` accepts without a warning (``hermes config set CHATTO_HOME_CHANNEL …`` writes a
     top-level config.yaml key instead, which the host bridges into the environment but

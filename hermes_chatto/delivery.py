@@ -1,7 +1,7 @@
 """Splitting a reply into Chatto-sized bodies and posting them as one answer.
 
 Chatto rejects a body longer than **10,000 bytes of UTF-8** (``MaxMessageBodyLength``,
-compared with Go ``len(body)``; chatto-protocol.md §2.3, §6.9) — not characters. An
+compared with Go ``len(body)`` in Chatto's cli/internal/core/errors.go) — not characters. An
 umlaut is 2 bytes, CJK 3, an emoji 4, so a character-based split is unsafe.
 
 * :func:`split_body` / :func:`split_body_parts` are pure: UTF-8 byte budget with a
@@ -9,7 +9,8 @@ umlaut is 2 bytes, CJK 3, an emoji 4, so a character-based split is unsafe.
   line, then space boundaries, and keeping Markdown code fences balanced (a fence open
   at a cut is closed at the end of the chunk and reopened, with the same info string,
   at the start of the next). The original slices joined equal the input exactly.
-* :func:`deliver_chunks` is the one async write loop (design-notes §3): every chunk is
+* :func:`deliver_chunks` is the one async write loop, shared by ``send()`` and the
+  standalone sender so that both behave the same to the user: every chunk is
   a ``MessageService/CreateMessage`` into the same room and thread root; it stops at
   the first failure and never re-sends a chunk. An ambiguous write error (timeout after
   the request left) is reported with ``may_have_landed``.

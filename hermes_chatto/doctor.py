@@ -1,6 +1,6 @@
 """``hermes chatto doctor`` / ``python -m hermes_chatto doctor``: why is the bot silent?
 
-Runs the checks of chatto-protocol.md §5 against the configuration the gateway would use
+Runs the checks listed below against the configuration the gateway would use
 for this profile and prints one line per check — ``pass`` / ``warn`` / ``fail`` — with the
 fix. Exit code 0 when nothing fails, else 1. ``--json`` prints one JSON object
 ``{"checks": [{"name", "status", "detail", "fix", "elapsed_ms"}], "ok", "summary", ...}``.
@@ -61,14 +61,14 @@ from hermes_chatto.config import (
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
 
-#: Permissions a bot needs in a room (chatto-protocol.md §6.1).
+#: Permissions a bot needs in a room; bots start with none and inherit no role's grants.
 PERM_POST = "message.post"
 PERM_THREAD = "message.post-in-thread"
 PERM_REACT = "message.react"
 PERM_ATTACH = "message.attach"
 ROOM_PERMISSIONS = (PERM_POST, PERM_THREAD, PERM_REACT, PERM_ATTACH)
 MAX_RETAINED_ROOMS = 64
-#: Seconds to wait for ``caught_up`` (the server bounds catch-up to 30 s, spec §3.2).
+#: Seconds to wait for ``caught_up`` (the server bounds catch-up to 30 s).
 REALTIME_TIMEOUT = 35.0
 PROJECTION_CAPABILITY = "chatto.realtime.projection.v1"
 
@@ -115,8 +115,8 @@ def parse_semver(version: str) -> tuple[int, int, int, str] | None:
 
 def supports_bot_accounts(version: str) -> bool | None:
     """Whether a server ``version`` is ≥ ``0.5.0-0`` (bot keys + realtime protocol 2; the
-    gate of Chatto's own client, chatto-protocol.md §4). ``None`` when unparsable — probe the
-    realtime endpoint instead. Any 0.5.0 pre-release is ≥ 0.5.0-0."""
+    gate of Chatto's own client, ``apps/frontend/src/lib/state/server/compatibility.ts``).
+    ``None`` when unparsable — probe the realtime endpoint instead. Any 0.5.0 pre-release is ≥ 0.5.0-0."""
     v = parse_semver(version)
     if v is None:
         return None
@@ -274,7 +274,7 @@ def realtime_url(base_url: str) -> str:
 async def realtime_probe(
     base_url: str, token: Any, *, connect: Callable[..., Any] | None = None, timeout: float = REALTIME_TIMEOUT
 ) -> RealtimeProbe:
-    """One protocol-2 handshake to ``caught_up`` (spec §3.2) without retained rooms or a
+    """One protocol-2 handshake (hello → subscribe → ``caught_up``) without retained rooms or a
     cursor; closes the socket afterwards. ``token``: bot key (str or SecretStr).
     ``connect`` defaults to :func:`hermes_chatto.wire.realtime.default_connect` (websockets
     with a logger that never dumps frames: the hello frame carries the key). Never raises for server

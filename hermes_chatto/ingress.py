@@ -4,7 +4,7 @@ Small pure steps on plain data (:class:`~hermes_chatto.wire.types.ChattoMessage`
 :class:`IngressContext`), each testable on its own; :func:`decide` runs them in order
 and returns an :class:`IngressDecision` the adapter just executes.
 
-1. classification — done by the wire layer (``wire/frames.Classifier``, spec §3.7);
+1. classification — done by the wire layer (``wire/frames.Classifier``);
 2. :func:`is_own` — the bot's own messages (author id == bot id, or an id we just
    created) are dropped in channels, threads and DMs; another bot is never "self";
 3. dedupe by event id — :class:`SeenSet` (bounded LRU; the adapter uses the
@@ -80,9 +80,9 @@ def skip_reason(msg: ChattoMessage, projection_id: str | None = None) -> str | N
     """Why ``msg`` is not a new message, or ``None``.
 
     ``"echo_row"`` (``echo_of_event_id`` set: a channel copy of a thread reply,
-    chatto-protocol §6.12), ``"tombstone"`` (``deleted_at`` set), ``"thread_root_refresh"``
+    the canonical reply is handled instead), ``"tombstone"`` (``deleted_at`` set), ``"thread_root_refresh"``
     (an upsert whose projection id is not the message's own id — the second upsert of a
-    reply event is the refreshed root, §3.7), ``"no_body"`` (no text and no attachment).
+    reply event is the refreshed root), ``"no_body"`` (no text and no attachment).
     """
     if msg.echo_of_event_id:
         return "echo_row"
@@ -104,7 +104,7 @@ _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 def strip_code_and_quotes(body: str) -> str:
     """``body`` with fenced code blocks, indented-by-fence content, inline code spans and
     blockquote lines removed (replaced by spaces/newlines), as Chatto's mention parser
-    ignores them (``cli/internal/core/mentions.go``, chatto-protocol §2.3)."""
+    ignores them (Chatto's ``cli/internal/core/mentions.go``)."""
     out_lines: list[str] = []
     fence: str | None = None
     for line in body.split("\n"):

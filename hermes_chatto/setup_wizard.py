@@ -2,7 +2,7 @@
 
 Asks for the server URL and the bot key (hidden input), validates both **live**
 (``ServerDiscoveryService/GetServer`` → Chatto ≥ 0.5.0-0; ``ViewerService/GetViewer`` → the
-key is valid and belongs to a bot; chatto-protocol.md §5), then writes them the Hermes
+key is valid and belongs to a bot, ``user.profile.is_bot``), then writes them the Hermes
 way for the *current profile* (``get_hermes_home()`` follows ``hermes -p <profile>``):
 
 * the key → ``<home>/.env`` as ``CHATTO_BOT_KEY`` via ``hermes_cli.config.save_env_value``;

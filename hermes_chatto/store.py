@@ -1,7 +1,7 @@
 """Plugin-owned persistent state: one small SQLite file per Hermes profile.
 
-hermes-agent 0.19.0 has no per-session metadata API
-(``../shared/spec/hermes-platform-plugin.md`` §3.3), so the plugin keeps what must
+hermes-agent 0.19.0 has no per-session metadata API (``SessionEntry`` has no ``metadata``,
+``SessionStore`` no ``get/set_session_metadata``), so the plugin keeps what must
 outlive the process in its own file under the serving profile's Hermes home::
 
     <hermes_home>/chatto/state.sqlite3
@@ -20,7 +20,7 @@ Two tables, each used by one class:
 * ``seen`` — :class:`SeenStore`: a bounded set of realtime event ids the adapter already
   handled, so a realtime replay after a restart is not dispatched twice.
 * ``realtime_cursor`` — :class:`ResumeCursorStore`: the bot's last processed realtime
-  resume cursor, so a restarted gateway resumes (replay path, chatto-protocol §3.2) and
+  resume cursor, so a restarted gateway resumes (the server replays the missed facts) and
   the messages sent while it was down arrive as live events instead of as history.
 
 Every method is synchronous and quick (single-row statements on a local file); callers on
@@ -343,7 +343,8 @@ class SeenStore:
 
 
 #: A realtime resume cursor is valid for 24 h after issue (``realtimeCursorLifetime``,
-#: chatto-protocol §3.5); an older stored one is not sent (the server would reset anyway).
+#: Chatto's cli/internal/core/realtime_replay.go); an older stored one is not sent (the server
+#: would reset anyway).
 RESUME_CURSOR_MAX_AGE = 24 * 3600.0
 
 

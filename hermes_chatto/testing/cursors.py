@@ -1,7 +1,8 @@
 """Opaque, sealed cursors and Chatto-shaped ids for the local Chatto server.
 
 Chatto cursors are AEAD-sealed blobs with a random nonce, bound to one viewer and one
-timeline (spec §2.8 "Reading timelines", §3.5 "Resume cursor"). This module imitates
+timeline (``tl:`` timeline cursors: Chatto's cli/internal/publiccursor/cursor.go; realtime
+resume cursors: cli/internal/core/realtime_replay.go, valid 24 h). This module imitates
 that with the standard library only: the JSON payload is XOR-ed with a SHA-256 keystream
 derived from a per-server secret and a random 12-byte nonce, and authenticated with a
 truncated HMAC-SHA-256 tag. The same position therefore gives a different string every
@@ -104,7 +105,7 @@ class Sealer:
         return "tl:" + self.seal({"k": "tl", "v": viewer_id, "s": scope, "q": seq})
 
     def open_timeline_cursor(self, text: str, viewer_id: str, scope: str) -> int:
-        """Sequence number inside a ``tl:`` cursor; ``""`` parses as 0 (spec §2.8).
+        """Sequence number inside a ``tl:`` cursor; ``""`` parses as 0, as in Chatto.
 
         Raises ``ValueError`` when the cursor is malformed, foreign, or bound to another
         viewer or timeline.

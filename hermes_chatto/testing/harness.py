@@ -12,8 +12,8 @@ What runs (all on 127.0.0.1, nothing else):
   ``GatewayRunner.start()`` (``mode="inprocess"``). ``GatewayRunner._run_agent`` is never
   stubbed: every turn goes through the real agent loop to the scripted model.
 
-The Hermes home is a fresh temp directory holding the offline config of
-``../shared/spec/hermes-offline-agent.md`` §2.2 (provider ``custom`` with
+The Hermes home is a fresh temp directory holding an offline config that makes no
+outbound connection (provider ``custom`` with
 ``context_length``, lazy installs and tirith off, title generation off, environment probe
 off, nudges 0, ``onboarding.profile_build: off``) plus ``plugins.enabled: [chatto]`` and a
 ``platforms.chatto`` block; secrets (``CHATTO_BOT_KEY``) go to ``$HERMES_HOME/.env`` only.
@@ -289,7 +289,7 @@ class GatewayProcess:
 
     def stop(self, timeout: float = 30.0) -> int | None:
         """SIGTERM, wait up to ``timeout`` s, then SIGKILL. Returns the exit code (Hermes
-        exits 1 on SIGTERM by design, recipe §4.3)."""
+        exits 1 on SIGTERM by design, so that systemd ``Restart=on-failure`` revives it)."""
         p, self.proc = self.proc, None
         if p is None:
             return None
@@ -465,7 +465,7 @@ class Harness:
 
     # ------------------------------------------------------------------ hermes home
     def write_home(self) -> None:
-        """Write ``$HERMES_HOME/config.yaml`` (offline recipe §2.2 + chatto platform) and
+        """Write ``$HERMES_HOME/config.yaml`` (the offline settings above + the chatto platform) and
         ``$HERMES_HOME/.env`` (bot key, URL, authorisation). Re-writing keeps Hermes'
         own additions out: call before the first gateway start only."""
         import yaml

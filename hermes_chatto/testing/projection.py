@@ -1,4 +1,5 @@
-"""Realtime projection of the local Chatto server (spec §3.2, §3.6, §3.7).
+"""Realtime projection of the local Chatto server (imitates Chatto's
+cli/internal/http_server/realtime_projection.go and realtime_catchup.go).
 
 Pure functions from state + fact + viewer (+ the socket's retained room set) to
 ``RealtimeServerFrame`` protobufs. Call them with the state lock held.
@@ -254,7 +255,7 @@ def followed_threads(state: ChattoState, viewer: str):
 
 
 def reconciliation(state: ChattoState, viewer: str, *, replay: bool) -> pb.RealtimeServerFrame:
-    """The reconciliation event closing every catch-up (spec §3.2 step 5)."""
+    """The reconciliation event closing every catch-up, sent just before ``caught_up``."""
     ops = [Op(viewer_upsert=R.viewer_response(state, viewer))]
     if replay:
         for room in state.rooms.values():
@@ -267,7 +268,9 @@ def reconciliation(state: ChattoState, viewer: str, *, replay: bool) -> pb.Realt
 
 
 def reset_frames(state: ChattoState, viewer: str, retained: list[str]) -> list[pb.RealtimeServerFrame]:
-    """Reset-path catch-up, one projection event per operation, in spec §3.2 order."""
+    """Reset-path catch-up, one projection event per operation, in Chatto's order: ``reset``,
+    server, viewer, users, rooms, room groups, notifications, calls, then one
+    ``room_timeline_replace`` per retained member room."""
     out = [
         synthetic_event(state, [Op(reset=pb.RealtimeProjectionReset())]),
         synthetic_event(

@@ -7,7 +7,7 @@ retries, no classification and no error mapping: they show the wire as it is.
 * :class:`RawRpc` — ``POST {base}/api/connect/{procedure}`` with JSON; returns
   ``(http_status, parsed_json_or_None, raw_bytes)``.
 * :class:`RawRealtime` — one WebSocket at ``/api/realtime`` exchanging binary
-  ``RealtimeClientFrame`` / ``RealtimeServerFrame`` protobufs (spec §3).
+  ``RealtimeClientFrame`` / ``RealtimeServerFrame`` protobufs (realtime protocol 2).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """Realtime WebSocket of the local Chatto server: ``GET /api/realtime``, binary protobuf
-``RealtimeClientFrame`` up / ``RealtimeServerFrame`` down (spec §3).
+``RealtimeClientFrame`` up / ``RealtimeServerFrame`` down (Chatto's realtime protocol 2,
+cli/internal/http_server/realtime.go).
 
-Handshake (spec §3.2): ``hello`` (version checked before auth: ≠ configured version →
+Handshake: ``hello`` (version checked before auth: ≠ configured version →
 fatal ``unsupported_protocol`` + WS close 1002; bad credential → fatal
 ``authentication_required`` + 1008) → server ``hello`` → ``subscribe_events`` must be the
 second frame (else fatal ``bad_subscribe``; > 64 retained ids, an empty id or one over 256
-bytes also) → ``subscribed{start_cursor}`` → catch-up (reset path in spec order, or replay
+bytes also) → ``subscribed{start_cursor}`` → catch-up (reset path in Chatto's order, or replay
 of missed facts from a valid resume cursor) → reconciliation → ``caught_up{cursor}`` →
 live: projection events, typing envelopes, heartbeats every interval, ``pong`` for
 ``ping``, ``hydrate_room`` (cap 64 → non-fatal ``too_many_retained_rooms``). A text frame
@@ -443,7 +444,7 @@ def _handle_live(server: LocalChatto, conn: Conn, data) -> bool:
 
 
 def _hydrate(server: LocalChatto, conn: Conn, room_id: str) -> None:
-    """``hydrate_room`` (spec §3.6): room_upsert (full membership) + room_timeline_replace."""
+    """``hydrate_room``: room_upsert (full membership) + room_timeline_replace."""
     state = server.state
     if room_id in conn.retained:
         return

@@ -3,7 +3,8 @@
 
 Viewer-dependent parts: ``RoomViewerState`` (membership, unread, the ten permission rows,
 slow-mode deadline), ``MessageReaction.has_reacted`` and ``ThreadSummary.viewer_state``.
-Timeline pages follow spec §2.8 (limit default 50, max 500, chronological pages, opaque
+Timeline pages follow Chatto's cli/internal/core/room_events.go and threads.go (limit
+default 50, max 500, chronological pages, opaque
 viewer- and timeline-bound ``tl:`` cursors, empty page → empty cursors,
 ``GetThreadEvents`` includes the root only without a cursor).
 """
@@ -163,7 +164,7 @@ def _item_users(state: ChattoState, item) -> list[str]:
 
 
 def _window(items: list, mode: str, seq: int, limit: int) -> tuple[list, bool, bool]:
-    """(page, has_older, has_newer) over seq-ordered ``items`` (spec §2.8)."""
+    """(page, has_older, has_newer) over seq-ordered ``items``."""
     if mode == "before":
         older = [i for i in items if i.seq < seq]
         return older[-limit:], len(older) > limit, True
@@ -234,7 +235,7 @@ def thread_page(
     seq = 0
     if mode != "none":
         seq = _open(state, cursor, viewer, scope)
-        if seq == 0:  # "" parses as sequence 0: latest page without the root (spec §2.8)
+        if seq == 0:  # "" parses as sequence 0: latest page without the root, as in Chatto
             mode = "none"
     replies = [state.messages[r] for r in root.replies]
     items, has_older, has_newer = _window(replies, mode, seq, state.clamp_limit(limit))
@@ -245,7 +246,7 @@ def _thread_rows(
     state: ChattoState, viewer: str, scope, root: MsgRec | None, items: list, has_older: bool, has_newer: bool
 ) -> pb.RoomTimelinePage:
     """A thread page: the root first when given, then ``items``; cursors from the replies
-    only (none for an empty reply list, spec §2.8); ``includes.users`` of every row."""
+    only (none for an empty reply list); ``includes.users`` of every row."""
     page = pb.RoomTimelinePage(has_older=has_older, has_newer=has_newer)
     users: list[str] = []
     for it in ([root] if root is not None else []) + list(items):

@@ -1,10 +1,10 @@
-"""ConnectRPC unary endpoint of the local Chatto server (spec §1, §2, §5).
+"""ConnectRPC unary endpoint of the local Chatto server (``chatto.api.v1`` + ``chatto.discovery.v1``).
 
 ``POST /api/connect/{package}.{Service}/{Method}`` with ``Content-Type: application/json``
 (proto3 JSON: responses lowerCamelCase with defaults omitted; requests accept camelCase or
 snake_case, unknown fields ignored) or ``application/proto`` (binary).
 
-Error behaviour (Connect unary wire format ``{"code","message"}``, HTTP status per spec §1.5):
+Error behaviour (Connect unary wire format ``{"code","message"}``, HTTP status per the Connect spec):
 
 * unknown procedure (any path under ``/api`` that is not served) → HTTP 404, empty body
 * method other than POST → 405; unsupported content type → 415
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = get_logger("hermes_chatto.testing.rpc")
 
-MAX_REQUEST_BYTES = 1 << 20  #: connect MaxRequestMessageBytes (spec §1.2)
+MAX_REQUEST_BYTES = 1 << 20  #: Chatto's connectapi ``MaxRequestMessageBytes`` (1 MiB)
 
 HTTP_STATUS = {
     "canceled": 499,
@@ -108,7 +108,7 @@ def list_rooms(ctx: Ctx, req) -> pb.ListRoomsResponse:
                 if scope == pb.ROOM_DIRECTORY_SCOPE_CHANNELS or me not in room.members:
                     continue
                 if not s.has_message_history(room):
-                    continue  # empty DMs are omitted (spec §2.2)
+                    continue  # ListRooms omits empty DMs (no message yet)
             else:
                 if scope == pb.ROOM_DIRECTORY_SCOPE_DMS or not s.can_see(me, room):
                     continue
@@ -277,7 +277,8 @@ METHODS: dict[str, tuple[type[Message], Callable[[Ctx, Any], Any], bool]] = {
 
 
 def bearer_of(request) -> str | None:
-    """The token after the exact, case-sensitive ``"Bearer "`` prefix (spec §1.3)."""
+    """The token after the exact, case-sensitive ``"Bearer "`` prefix (one space), as Chatto's
+    ``strings.CutPrefix`` in cli/internal/http_server/request_auth.go."""
     h = request.headers.get("authorization")
     if h is None or not h.startswith("Bearer "):
         return None
@@ -381,5 +382,5 @@ async def _apply_fault(request: Request, fault) -> Response | None:
 
 
 async def api_not_found(request: Request) -> Response:
-    """Anything else under ``/api``: plain 404, empty body (spec §1.1)."""
+    """Anything else under ``/api``: plain 404, empty body (no SPA fallback under ``/api``)."""
     return Response(b"", status_code=404)

@@ -3,8 +3,8 @@
 The real Hermes agent loop (``AIAgent`` inside ``GatewayRunner._run_agent``) talks to this
 server exactly as it would to a hosted model (``provider: custom``, ``base_url`` =
 :meth:`ScriptedModel.start`'s return value). Nothing is stubbed on the Hermes side; the
-only fake is the model. Recipe and wire shapes: ``../shared/spec/hermes-offline-agent.md``
-§3 (endpoints), §3.2 (SSE stream), §8 (pitfalls).
+only fake is the model. Wire shapes are what the OpenAI Python SDK that Hermes uses sends
+and accepts (streaming ``chat.completion.chunk`` SSE events ending in ``data: [DONE]``).
 
 Served paths
     ``POST /v1/chat/completions``   streaming (SSE, chunked) and non-streaming JSON
@@ -74,7 +74,7 @@ def last_user_text(messages: list[dict] | None) -> str:
 
     For a gateway turn this is what the adapter delivered: the channel context block
     (e.g. ``[Earlier in this thread]\\n…``), a blank line, ``[New message]`` and the
-    trigger text (spec hermes-offline-agent.md §4.2)."""
+    trigger text (how the Hermes gateway joins ``channel_context`` and the message)."""
     for m in reversed(messages or []):
         if m.get("role") == "user":
             return message_text(m)
@@ -399,7 +399,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        # Nagle + delayed ACK adds ~40 ms per write otherwise (recipe §3.2).
+        # Nagle + delayed ACK adds ~40 ms to every response and every SSE chunk otherwise.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def handle(self) -> None:

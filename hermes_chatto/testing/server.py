@@ -15,7 +15,9 @@ Typical use::
     srv.post(w.alice_id, w.general_id, "@helper_bot hi")
     await srv.stop()
 
-Protocol facts: ``../shared/spec/chatto-protocol.md`` (§1–§3).
+Behaviour imitates Chatto 0.5 (commit ``811e62434``): the rules are in the docstrings of
+:mod:`~hermes_chatto.testing.rpc`, :mod:`~hermes_chatto.testing.realtime`,
+:mod:`~hermes_chatto.testing.projection` and :mod:`~hermes_chatto.testing.state`.
 """
 
 from __future__ import annotations
@@ -437,7 +439,7 @@ class LocalChatto:
 
     def rotate_key(self, bot_id: str) -> str:
         """New key for ``bot_id``; the old one stops working at once and the bot's open
-        sockets get ``close{authentication_required, reconnect=false}`` + WS 1008 (spec §6.4)."""
+        sockets get ``close{authentication_required, reconnect=false}`` + WS 1008, as Chatto does."""
         key = self.state.rotate_key(bot_id)
         if self.world is not None and self.world.bot_id == bot_id:
             self.world.bot_key = key
@@ -565,7 +567,7 @@ class LocalChatto:
     def send_close(
         self, user_id: str | None, code: str, reconnect: bool = True, retry_after_ms: int = 0, message: str = ""
     ) -> None:
-        """Send ``close{code, reconnect, retry_after_ms}`` then close the WebSocket (code per spec §3.4)."""
+        """Send ``close{code, reconnect, retry_after_ms}`` then close the WebSocket (WS code from ``ws_code_for``)."""
         frame = close_frame(code, message or code.replace("_", " "), reconnect=reconnect, retry_after_ms=retry_after_ms)
         ws = ws_code_for(code, 1000)
         self._forget_live(user_id)
@@ -581,7 +583,7 @@ class LocalChatto:
         retry_after_ms: int | None = None,
         room_id: str | None = None,
     ) -> None:
-        """Send ``error{...}``; a fatal one is followed by the WebSocket close (spec §3.4)."""
+        """Send ``error{...}``; a fatal one is followed by the WebSocket close."""
         frame = error_frame(
             code, message or code.replace("_", " "), fatal=fatal, retry_after_ms=retry_after_ms, room_id=room_id
         )
@@ -660,7 +662,8 @@ class LocalChatto:
 
     def set_auth_backend_down(self, down: bool = True) -> None:
         """Fault: authenticated RPCs answer ``unavailable`` and realtime hellos get fatal
-        ``temporarily_unavailable`` (WS 1013) until called with ``False`` (spec §1.4, §3.2)."""
+        ``temporarily_unavailable`` (WS 1013) until called with ``False``
+        (what Chatto answers while its auth backend is down)."""
         self.auth_backend_down = bool(down)
 
     def set_heartbeat_interval(self, seconds: float) -> None:

@@ -5,16 +5,16 @@ reactions and the durable *fact log* that feeds the realtime projection. Every p
 method takes the state lock (a ``threading.RLock``), so the ConnectRPC handlers (server
 event loop thread) and the test driver (any thread) can call it concurrently.
 
-Rules follow ``../shared/spec/chatto-protocol.md``:
+Rules follow Chatto 0.5 (``cli/internal/core``):
 
-* §2.3 CreateMessage: membership, ``message.post`` for roots, the separate
+* ``CreateMessage`` (message_model.go, messages.go): membership, ``message.post`` for roots, the separate
   ``message.post-in-thread`` for replies, ``message.echo`` for ``also_send_to_channel``,
   threads created by the first reply (an extra ``ThreadCreated`` fact), the root must be a
   root message, DMs have no threads, body limit 10,000 UTF-8 **bytes**, whitespace-only
   bodies rejected, slow mode (``resource_exhausted``).
-* §2.4 edits (3 h author window), deletions as tombstones.
-* §2.6 reactions by gemoji shortcode.
-* §2.2 rooms and DMs, §6.1 bots start with no permissions.
+* edits (3 h author window), deletions as tombstones.
+* reactions by gemoji shortcode (emoji.go).
+* rooms and DMs; bots start with no permissions (permission_resolver.go).
 
 Errors are raised as the project's :mod:`hermes_chatto.wire.errors` classes with the
 exact Connect ``code`` and Chatto's message text, so the RPC layer can serialise them
@@ -41,17 +41,17 @@ from .cursors import Sealer, b64url, new_id, unb64url
 
 # ----------------------------------------------------------------------------- constants
 
-MAX_BODY_BYTES = 10_000  #: spec §2.3, UTF-8 bytes
-EDIT_WINDOW_NS = 3 * 3600 * 1_000_000_000  #: spec §2.4, 3 hours
-MAX_REACTIONS_PER_USER = 20  #: spec §1.6
-MAX_RETAINED_ROOMS = 64  #: spec §3.6
-DEFAULT_PAGE = 50  #: spec §2.8
+MAX_BODY_BYTES = 10_000  #: ``MaxMessageBodyLength``, UTF-8 bytes
+EDIT_WINDOW_NS = 3 * 3600 * 1_000_000_000  #: ``MessageEditWindow``, 3 hours
+MAX_REACTIONS_PER_USER = 20  #: ``MaxReactionsPerUserPerMessage`` (distinct emoji)
+MAX_RETAINED_ROOMS = 64  #: ``realtimeMaxRetainedRooms``, per socket
+DEFAULT_PAGE = 50  #: ``defaultHistoricalMessageLimit``, events
 MAX_PAGE = 500
-CURSOR_LIFETIME_NS = 24 * 3600 * 1_000_000_000  #: spec §3.5
-REPLAY_MAX_SEQ_GAP = 10_000  #: spec §3.2 / §6.6
+CURSOR_LIFETIME_NS = 24 * 3600 * 1_000_000_000  #: ``realtimeCursorLifetime``, 24 hours
+REPLAY_MAX_SEQ_GAP = 10_000  #: ``realtimeReplayMaxSequenceSpan``; larger gaps reset
 REPLAY_MAX_FACTS = 2_000
 
-#: The ten room permission rows, in Chatto's order (spec §2.2).
+#: The ten room permission rows, in Chatto's order (connectapi ``apiRoomWithViewerState``).
 ROOM_PERMISSIONS = (
     "room.list",
     "room.join",
@@ -81,7 +81,7 @@ HUMAN_DEFAULT_PERMISSIONS = frozenset(
 )
 #: Rows that can be granted inside a DM (fixture 01-11: post, attach, react).
 DM_PERMISSIONS = frozenset({"message.post", "message.attach", "message.react"})
-#: The usual set a demo bot is given (spec §6.1).
+#: The usual set a demo bot is given (bots start with none).
 BOT_USUAL_PERMISSIONS = (
     "room.list",
     "room.join",
@@ -260,7 +260,7 @@ class MsgView:
 
 @dataclass
 class Fact:
-    """One durable fact of the realtime log (spec §3.2 replay, §3.7 mapping).
+    """One durable fact of the realtime log: replayed on resume, mapped to projection operations.
 
     ``audience``: user ids allowed to receive it (room members at fact time) or ``None``
     for everyone. ``rbac`` facts make any resume across them a reset.
@@ -395,7 +395,7 @@ class ChattoState:
             return tok
 
     def rotate_key(self, bot_id: str) -> str:
-        """New bot key; the old one dies immediately (spec §6.4)."""
+        """New bot key; the old one dies immediately, as in Chatto."""
         with self.lock:
             u = self.user(bot_id)
             if not u.is_bot:
@@ -441,7 +441,8 @@ class ChattoState:
     # ------------------------------------------------------------------ permissions
 
     def effective(self, user_id: str, room: RoomRec) -> set[str]:
-        """Effective room permissions of ``user_id`` in ``room`` (spec §2.2, §6.1)."""
+        """Effective room permissions of ``user_id`` in ``room`` (grants minus denies; in a DM a human
+        gets the DM defaults, a bot only its own grants)."""
         u = self.users.get(user_id)
         if u is None:
             return set()
@@ -490,7 +491,8 @@ class ChattoState:
 
     def grant(self, room_id: str | None, user_id: str, *perms: str) -> None:
         """Grant permissions at room scope (``room_id``) or server scope (``None``).
-        An RBAC fact: resumes across it become resets (spec §3.4 ``projection_reset_required``)."""
+        An RBAC fact: resumes across it become resets (the server closes open sockets
+        with ``projection_reset_required``)."""
         with self.lock:
             u = self.user(user_id)
             if room_id is None:
@@ -684,7 +686,7 @@ class ChattoState:
         attachment_asset_ids: Iterable[str] = (),
         created_ns: int | None = None,
     ) -> MsgRec:
-        """``MessageService.CreateMessage`` (spec §2.3). Returns the new message record."""
+        """``MessageService.CreateMessage`` (rules in the module docstring). Returns the new message record."""
         with self.lock:
             room = self._member_room(actor, room_id)
             if room.archived:
@@ -839,7 +841,7 @@ class ChattoState:
             return msg
 
     def update_message(self, actor: str, room_id: str, event_id: str, body: str | None) -> MsgRec:
-        """``MessageService.UpdateMessage`` (spec §2.4): author within 3 h, others need
+        """``MessageService.UpdateMessage``: author within 3 h, others need
         ``message.manage``. ``body=None`` leaves the body unchanged."""
         with self.lock:
             room = self._member_room(actor, room_id)

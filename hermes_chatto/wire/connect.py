@@ -1,4 +1,4 @@
-"""ConnectRPC unary client for Chatto 0.5 (spec ``chatto-protocol.md`` §1, §2, §5).
+"""ConnectRPC unary client for Chatto 0.5 (``chatto.api.v1`` and ``chatto.discovery.v1`` services).
 
 Every RPC is ``POST {base}/api/connect/{package}.{Service}/{Method}`` with a proto3 JSON
 body (lowerCamelCase keys, defaults omitted), headers ``Content-Type: application/json``,
@@ -83,7 +83,7 @@ log = get_logger(__name__)
 API = "chatto.api.v1"
 DISCOVERY = "chatto.discovery.v1"
 CONNECT_PREFIX = "/api/connect"
-#: ``BatchGetUsers`` accepts at most 100 ids per call (spec §2.9).
+#: ``BatchGetUsers`` accepts at most 100 ids per call (proto ``BatchGetUsersRequest.user_ids``).
 BATCH_USERS_MAX = 100
 
 
@@ -120,7 +120,8 @@ def parse_slow_mode_retry_after(message: str, now: float) -> float | None:
     """Seconds until the slow-mode deadline in ``message``, floored at 0, or ``None``.
 
     ``message`` is Chatto's ``SlowModeActiveError`` text
-    ``"slow mode is active until <RFC3339Nano UTC>"`` (spec §1.6; 0–9 fractional digits);
+    ``"slow mode is active until <RFC3339Nano UTC>"`` (Chatto's cli/internal/core/errors.go; 0–9
+    fractional digits);
     ``now`` is epoch seconds. Returns ``None`` when no deadline is found.
     """
     m = _SLOW_MODE_RE.search(message or "")
@@ -153,7 +154,7 @@ _CODE_CLASSES: dict[str, type[ChattoError]] = {
 def error_from_response(
     status: int, body: bytes, content_type: str, method: str, *, now: float | None = None
 ) -> ChattoError:
-    """Map a non-2xx unary response to a :class:`ChattoError` (spec §1.5).
+    """Map a non-2xx unary response to a :class:`ChattoError` (Connect unary error wire format).
 
     * JSON body ``{"code", "message", "details"?}`` → class by ``code`` (not ``status``):
       ``unauthenticated`` → :class:`ChattoCredentialError`; ``permission_denied``;
@@ -228,7 +229,7 @@ _BOT_KEY_RE = re.compile(r"^cht_BK_(U[0-9A-Za-z]+)\.[A-Za-z0-9_\-]+$")
 
 
 def user_id_from_bot_key(token: str | None) -> str:
-    """The bot user id embedded in ``cht_BK_<userId>.<secret>`` (spec §1.3), or ``""``
+    """The bot user id embedded in ``cht_BK_<userId>.<secret>`` (Chatto's ``NewBotAPIKey``), or ``""``
     when ``token`` is not a bot key. The secret is never returned."""
     m = _BOT_KEY_RE.match(token or "")
     return m.group(1) if m else ""
@@ -396,14 +397,14 @@ class ChattoClient:
 
     async def get_server(self) -> ServerInfo:
         """Server name and version. RPC ``chatto.discovery.v1.ServerDiscoveryService/GetServer``
-        (public, §5). Raises :class:`ChattoError` subclasses (404 non-JSON → not a server)."""
+        (public, no key needed). Raises :class:`ChattoError` subclasses (404 non-JSON → not a server)."""
         r = await self._call(
             DISCOVERY, "ServerDiscoveryService", "GetServer", pb.GetServerRequest(), pb.GetServerResponse
         )
         return ServerInfo(name=r.profile.name, version=r.profile.version)
 
     async def get_viewer(self) -> Viewer:
-        """Who am I: ``ViewerService/GetViewer`` (§2.1); ``user`` from ``user.profile``.
+        """Who am I: ``ViewerService/GetViewer``; ``user`` from ``user.profile``.
         Raises :class:`ChattoCredentialError` for a bad key."""
         r = await self._call(API, "ViewerService", "GetViewer", pb.GetViewerRequest(), pb.GetViewerResponse)
         perms = {p.permission: p.granted for p in r.viewer_permissions.permissions}
@@ -412,14 +413,14 @@ class ChattoClient:
     # -------------------------------------------------------------- rooms
 
     async def list_rooms(self, scope: int = 0) -> list[ChattoRoom]:
-        """Rooms visible to the bot (check ``is_member``); ``RoomDirectoryService/ListRooms``
-        (§2.2). ``scope``: 0/1 all, 2 channels, 3 DMs (``RoomDirectoryScope``)."""
+        """Rooms visible to the bot (check ``is_member``); ``RoomDirectoryService/ListRooms``.
+        ``scope``: 0/1 all, 2 channels, 3 DMs (``RoomDirectoryScope``)."""
         req = pb.ListRoomsRequest(scope=cast("pb.RoomDirectoryScope", scope))  # a plain int is a valid enum value
         r = await self._call(API, "RoomDirectoryService", "ListRooms", req, pb.ListRoomsResponse)
         return [room_from_pb(x) for x in r.rooms]
 
     async def get_room(self, room_id: str) -> ChattoRoom:
-        """One room with viewer state: ``RoomDirectoryService/GetRoom`` (§2.2).
+        """One room with viewer state: ``RoomDirectoryService/GetRoom``.
         Raises :class:`ChattoNotFound` / :class:`ChattoPermissionDenied`."""
         r = await self._call(
             API, "RoomDirectoryService", "GetRoom", pb.GetRoomRequest(room_id=room_id), pb.GetRoomResponse
@@ -428,7 +429,7 @@ class ChattoClient:
 
     async def start_dm(self, participant_ids: list[str]) -> ChattoRoom:
         """Create or return the DM with exactly these other participants (≤ 9):
-        ``RoomService/StartDM`` (§2.2). Idempotent, so retried like a read. The result
+        ``RoomService/StartDM``. Idempotent, so retried like a read. The result
         has no viewer state (``is_member`` False, no permissions)."""
         r = await self._call(
             API, "RoomService", "StartDM", pb.StartDMRequest(participant_ids=list(participant_ids)), pb.StartDMResponse
@@ -447,8 +448,8 @@ class ChattoClient:
         also_send_to_channel: bool = False,
     ) -> ChattoMessage:
         """Post ``body`` (≤ 10,000 UTF-8 **bytes**) into a room or, with
-        ``thread_root_event_id`` (a *root* id), into that thread: ``MessageService/CreateMessage``
-        (§2.3). Returns the hydrated message with its new event id. Write policy: retried
+        ``thread_root_event_id`` (a *root* id), into that thread: ``MessageService/CreateMessage``.
+        Returns the hydrated message with its new event id. Write policy: retried
         only if never sent; raises :class:`ChattoAmbiguousWriteError` when it may have landed,
         :class:`ChattoResourceExhausted` (slow mode, ``retry_after`` s), etc."""
         req = pb.CreateMessageRequest(
@@ -462,34 +463,34 @@ class ChattoClient:
         return message_from_pb(r.message)
 
     async def update_message(self, room_id: str, event_id: str, body: str) -> ChattoMessage:
-        """Replace a message body (author, within 3 h): ``MessageService/UpdateMessage`` (§2.4).
+        """Replace a message body (author, within 3 h): ``MessageService/UpdateMessage``.
         Write policy. Raises :class:`ChattoFailedPrecondition` after the edit window."""
         req = pb.UpdateMessageRequest(room_id=room_id, event_id=event_id, body=body)
         r = await self._call(API, "MessageService", "UpdateMessage", req, pb.UpdateMessageResponse, write=True)
         return message_from_pb(r.message)
 
     async def delete_message(self, room_id: str, event_id: str) -> bool:
-        """Retract a message: ``MessageService/DeleteMessage`` (§2.4) → ``deleted``. Write policy."""
+        """Retract a message: ``MessageService/DeleteMessage`` → ``deleted``. Write policy."""
         req = pb.DeleteMessageRequest(room_id=room_id, event_id=event_id)
         r = await self._call(API, "MessageService", "DeleteMessage", req, pb.DeleteMessageResponse, write=True)
         return r.deleted
 
     async def add_reaction(self, room_id: str, message_event_id: str, emoji: str) -> bool:
         """React with a gemoji shortcode (``"eyes"``, not Unicode): ``MessageService/AddReaction``
-        (§2.6) → ``added``. Write policy."""
+        → ``added``. Write policy."""
         req = pb.AddReactionRequest(room_id=room_id, message_event_id=message_event_id, emoji=emoji)
         r = await self._call(API, "MessageService", "AddReaction", req, pb.AddReactionResponse, write=True)
         return r.added
 
     async def remove_reaction(self, room_id: str, message_event_id: str, emoji: str) -> bool:
-        """Remove own reaction: ``MessageService/RemoveReaction`` (§2.6) → ``removed``. Write policy."""
+        """Remove own reaction: ``MessageService/RemoveReaction`` → ``removed``. Write policy."""
         req = pb.RemoveReactionRequest(room_id=room_id, message_event_id=message_event_id, emoji=emoji)
         r = await self._call(API, "MessageService", "RemoveReaction", req, pb.RemoveReactionResponse, write=True)
         return r.removed
 
     async def update_typing(self, room_id: str, thread_root_event_id: str = "") -> bool:
         """Signal "typing" (shown ~6 s; refresh every 3–5 s): ``RoomService/UpdateTypingIndicator``
-        (§2.5) → ``updated``. Idempotent, retried like a read."""
+        → ``updated``. Idempotent, retried like a read."""
         req = pb.UpdateTypingIndicatorRequest(room_id=room_id, thread_root_event_id=thread_root_event_id)
         r = await self._call(API, "RoomService", "UpdateTypingIndicator", req, pb.UpdateTypingIndicatorResponse)
         return r.updated
@@ -497,7 +498,7 @@ class ChattoClient:
     # -------------------------------------------------------------- reads
 
     async def get_message(self, room_id: str, event_id: str) -> ChattoMessage:
-        """One message: ``MessageService/GetMessage`` (§2.4). Raises :class:`ChattoNotFound`."""
+        """One message: ``MessageService/GetMessage``. Raises :class:`ChattoNotFound`."""
         r = await self._call(
             API,
             "MessageService",
@@ -534,7 +535,7 @@ class ChattoClient:
         after: str | None = None,
         before: str | None = None,
     ) -> TimelinePage:
-        """A thread page, oldest first: ``ThreadService/GetThreadEvents`` (§2.8). Without a
+        """A thread page, oldest first: ``ThreadService/GetThreadEvents``. Without a
         cursor: root first, then the latest ``limit`` replies (server default 50, max 500);
         with ``after``/``before`` (a thread ``tl:`` cursor): replies only. Empty pages have
         empty cursors. Raises ``ValueError`` for ``after=""``/``before=""`` or both given."""
@@ -547,7 +548,7 @@ class ChattoClient:
         self, room_id: str, thread_root_event_id: str, event_id: str, limit: int | None = None
     ) -> tuple[TimelinePage, int]:
         """Window around ``event_id`` with the root at index 0:
-        ``ThreadService/GetThreadEventsAround`` (§2.8) → ``(page, target_index)``; the index
+        ``ThreadService/GetThreadEventsAround`` → ``(page, target_index)``; the index
         counts all page events (message rows only are kept in ``page.messages``)."""
         req = pb.GetThreadEventsAroundRequest(
             room_id=room_id, thread_root_event_id=thread_root_event_id, event_id=event_id
@@ -561,15 +562,15 @@ class ChattoClient:
         self, room_id: str, *, limit: int | None = None, after: str | None = None, before: str | None = None
     ) -> TimelinePage:
         """A room timeline page (roots, echo rows; no thread replies), oldest first:
-        ``RoomService/GetRoomEvents`` (§2.8). Cursor rules as :meth:`get_thread_events`."""
+        ``RoomService/GetRoomEvents``. Cursor rules as :meth:`get_thread_events`."""
         req = pb.GetRoomEventsRequest(room_id=room_id)
         self._cursor(req, limit, after, before)
         r = await self._call(API, "RoomService", "GetRoomEvents", req, pb.GetRoomEventsResponse)
         return page_from_pb(r.page)
 
     async def batch_get_users(self, user_ids: list[str]) -> list[ChattoUser]:
-        """Users by id, in server order, missing ones omitted: ``UserService/BatchGetUsers``
-        (§2.9), split into calls of ≤ 100 ids."""
+        """Users by id, in server order, missing ones omitted: ``UserService/BatchGetUsers``,
+        split into calls of ≤ 100 ids."""
         ids = list(user_ids)
         out: list[ChattoUser] = []
         for i in range(0, len(ids), BATCH_USERS_MAX):
@@ -584,7 +585,7 @@ class ChattoClient:
         return out
 
     async def get_user(self, *, user_id: str | None = None, login: str | None = None) -> ChattoUser:
-        """One user by id **or** login: ``UserService/GetUser`` (§2.9). Raises ``ValueError``
+        """One user by id **or** login: ``UserService/GetUser``. Raises ``ValueError``
         unless exactly one is given, :class:`ChattoNotFound` if unknown."""
         if bool(user_id) == bool(login):
             raise ValueError("pass exactly one of user_id / login")

@@ -1,8 +1,9 @@
 """One exception family for everything the Chatto wire can throw.
 
 Unary errors are mapped from the Connect ``code`` in the JSON error body
-(``{"code": "...", "message": "..."}``, spec §1.5), never from the HTTP status.
-Realtime errors/closes use the codes of spec §3.4.
+(``{"code": "...", "message": "..."}``, the Connect unary wire format), never from the HTTP
+status. Realtime errors/closes use the ``code`` strings of proto ``RealtimeError`` /
+``RealtimeClose`` (Chatto's cli/internal/http_server/realtime.go).
 
 Attributes every error carries:
 
@@ -103,7 +104,7 @@ class ChattoAmbiguousWriteError(ChattoTransientError):
 
 class ChattoNotAServerError(ChattoError):
     """HTTP 404 with a non-JSON body: not a Chatto server, a wrong base URL, or a service
-    this server version lacks (spec §1.1)."""
+    this server version lacks (Chatto answers any unknown path under ``/api`` with a bare 404)."""
 
     code = "not_a_chatto_server"
 

@@ -1,5 +1,5 @@
 """Typed realtime events: what the frame classifier (``frames.classify``) turns a
-``RealtimeServerFrame`` into (spec §3.7). Plain data, no I/O, no Hermes import.
+``RealtimeServerFrame`` into. Plain data, no I/O, no Hermes import.
 
 One server frame becomes zero or more events, in operation order. Each event
 carries ``projection_id`` (the enclosing ``RealtimeProjectionEvent.id``) and
@@ -92,7 +92,8 @@ class RoomRemoved:
 class RoomActivity:
     """``room_activity``: a root message happened in ``room_id``. For unretained rooms
     this is the only signal; ``projection_id`` is then the new message's event id
-    (an inference from the server mapper, spec §3.7 — verify with GetMessage)."""
+    (an inference from Chatto's projection mapper, not a documented contract — verify with
+    GetMessage)."""
 
     room_id: str
     projection_id: str
@@ -103,7 +104,7 @@ class RoomActivity:
 @dataclass(frozen=True, slots=True)
 class TimelineReplaced:
     """``room_timeline_replace``: the latest room-timeline rows (no thread replies) of a
-    retained room, as history (spec §3.7 "After a reset")."""
+    retained room, as sent after a reset; history, not new messages."""
 
     room_id: str
     messages: tuple[ChattoMessage, ...]

@@ -4,10 +4,10 @@ plain events of :mod:`hermes_chatto.wire.events`.
 
 Pure: no I/O, no clock, no logging of payloads, no Hermes import.
 
-Protocol source: ``chatto.realtime.v1`` (``realtime.proto``), spec
-``../shared/spec/chatto-protocol.md`` §3 (frames, field numbers in §3.8) and §3.7 (how a
-bot learns that a message was posted); classification order from the wire fixtures'
-``manifest.json`` ``conventions.classification``.
+Protocol source: ``chatto.realtime.v1`` (Chatto's proto/chatto/realtime/v1/realtime.proto)
+and how the server maps a posted message to projection operations
+(``realtimeProjectionFrameForEventWithRooms``, cli/internal/http_server/realtime_projection.go);
+classification order from the wire fixtures' ``manifest.json`` ``conventions.classification``.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ __all__ = [
 #: The realtime protocol this client speaks (``RealtimeClientHello.protocol_version``).
 PROTOCOL_VERSION = 2
 
-#: Longest retained room id the server accepts in ``subscribe_events`` (bytes, spec §3.2).
+#: Longest retained room id the server accepts in ``subscribe_events`` (bytes; ``realtimeMaxRoomIDBytes``).
 MAX_ROOM_ID_BYTES = 256
 
 _REACTION_ADDED = pb.REALTIME_PROJECTION_REACTION_ACTION_ADDED
@@ -83,7 +83,7 @@ def encode_hello(token: BotToken) -> bytes:
     ``token`` is the bot key ``cht_BK_<userId>.<secret>`` (``str`` or pydantic ``SecretStr``);
     an empty token omits ``bearer_token`` (the server then answers
     ``authentication_required``, or ``unsupported_protocol`` first on a protocol-1 server).
-    Spec §3.2 step 1. The returned bytes contain the secret: never log them.
+    The first frame of the handshake. The returned bytes contain the secret: never log them.
     """
     f = pb.RealtimeClientFrame()
     f.hello.protocol_version = PROTOCOL_VERSION
@@ -99,7 +99,8 @@ def encode_subscribe(resume_cursor: str | None, retained_room_ids: list[str]) ->
     ``resume_cursor`` is an opaque realtime resume cursor (not a ``tl:`` cursor); ``None``
     or ``""`` leaves it unset (reset-path catch-up). ``retained_room_ids`` are sent in the
     given order. Raises ``ValueError`` for more than 64 ids, an empty id or an id longer
-    than 256 UTF-8 bytes (the server would answer fatal ``bad_subscribe``). Spec §3.2 step 3.
+    than 256 UTF-8 bytes (the server would answer fatal ``bad_subscribe``). Must be the
+    second frame of the handshake.
     """
     ids = list(retained_room_ids)
     if len(ids) > MAX_RETAINED_ROOMS:
@@ -118,7 +119,7 @@ def encode_subscribe(resume_cursor: str | None, retained_room_ids: list[str]) ->
 
 
 def encode_ping(nonce: str) -> bytes:
-    """``RealtimeClientFrame{ping{nonce}}``; the server echoes ``pong{nonce}`` (spec §3.3)."""
+    """``RealtimeClientFrame{ping{nonce}}``; the server echoes ``pong{nonce}``."""
     f = pb.RealtimeClientFrame()
     f.ping.nonce = nonce
     if not nonce:
@@ -127,7 +128,7 @@ def encode_ping(nonce: str) -> bytes:
 
 
 def encode_hydrate_room(room_id: str) -> bytes:
-    """``RealtimeClientFrame{hydrate_room{room_id}}`` (spec §3.6). Raises ``ValueError`` on an
+    """``RealtimeClientFrame{hydrate_room{room_id}}``: retain one more room. Raises ``ValueError`` on an
     empty room id."""
     if not room_id:
         raise ValueError("room_id must be non-empty")
@@ -292,7 +293,7 @@ def _msg(m: pb.Message, users: Mapping[str, ChattoUser]) -> ChattoMessage:
 
 
 class Classifier:
-    """Turns decoded server frames into :mod:`~hermes_chatto.wire.events` (spec §3.7).
+    """Turns decoded server frames into :mod:`~hermes_chatto.wire.events`.
 
     State: the bot's user id (``bot_user_id``; learned from the first ``viewer_upsert`` when
     empty) and a bounded FIFO memory of *known* message ids → ``updated_at`` (at most

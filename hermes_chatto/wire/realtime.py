@@ -2,16 +2,15 @@
 
 ``GET {ws|wss}://host/api/realtime`` → ``hello{2, bearer}`` → server ``hello`` →
 ``subscribe_events{resume_cursor?, retained_room_ids ≤ 64}`` → ``subscribed`` → catch-up
-projection events → ``caught_up`` → live stream (spec
-``../shared/spec/chatto-protocol.md`` §3.1–§3.6).
+projection events → ``caught_up`` → live stream (Chatto's cli/internal/http_server/realtime.go).
 
 What this module guarantees:
 
 * binary frames only, no ``Origin`` header, raised ``max_size`` (server frames are not
-  bounded, §3.1);
+  bounded; only client frames are, to 64 KiB);
 * stall detection after ``caught_up`` (no frame for ``stall_timeout`` seconds → reconnect,
-  §3.3), client ``ping``/``pong``;
-* every error/close code of the §3.4 table handled as the table says: credential problems
+  as Chatto's own client does; heartbeats come every 15 s), client ``ping``/``pong``;
+* every ``RealtimeError`` / ``RealtimeClose`` code handled by its meaning: credential problems
   raise :class:`~hermes_chatto.wire.errors.ChattoCredentialError` and stop (no reconnect
   storm), a protocol-1 server raises :class:`~hermes_chatto.wire.errors.ChattoProtocolError`,
   client bugs (``bad_hello``/``bad_subscribe``/``bad_frame``) raise
@@ -72,7 +71,7 @@ __all__ = [
 log = get_logger("hermes_chatto.wire.realtime")
 
 #: Default WebSocket ``max_size`` (bytes): 64 MiB. ``websockets`` defaults to 1 MiB, and a
-#: ``room_timeline_replace`` of 50 messages can be several hundred KB (spec §3.1).
+#: ``room_timeline_replace`` of 50 messages can be several hundred KB (server frames are unbounded).
 DEFAULT_MAX_SIZE = 64 * 1024 * 1024
 
 PROTOCOL_1_MESSAGE = (
@@ -95,7 +94,7 @@ _MAX_HYDRATE_RETRIES = 8
 
 def realtime_url(base_url: str) -> str:
     """``http(s)://host[:port][/prefix]`` → ``ws(s)://host[:port][/prefix]/api/realtime``
-    (spec §3.1). ``ws``/``wss`` base URLs are accepted as they are. Raises ``ValueError`` for
+    (same host and port as HTTP). ``ws``/``wss`` base URLs are accepted as they are. Raises ``ValueError`` for
     another scheme."""
     parts = urlsplit(base_url.strip())
     scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme.lower())
@@ -195,7 +194,7 @@ def _raise_credential_or_protocol(code: str) -> None:
 
 
 def _close_outcome(close: pb.RealtimeClose) -> _Reconnect:
-    """``RealtimeClose`` (spec §3.4): raises :class:`ChattoCredentialError` /
+    """``RealtimeClose`` (``code``, ``reconnect``, ``retry_after_ms``): raises :class:`ChattoCredentialError` /
     :class:`ChattoProtocolError`, or :class:`ChattoRealtimeFatal` for a close without
     ``reconnect``; otherwise the reconnect to do (``retry_after_ms`` as seconds)."""
     code = close.code
@@ -223,7 +222,7 @@ def _valid_room_id(room_id: object) -> bool:
 
 
 class _RoomRetention:
-    """Which rooms the session retains (spec §3.6: at most 64 per socket).
+    """Which rooms the session retains (at most 64 per socket; the set lives only in the connection).
 
     ``hydrated``: rooms added by ``hydrate_room`` (an ordered set; asked for at every
     (re)subscribe until forgotten). ``on_socket``: rooms retained on the current socket.
@@ -402,8 +401,9 @@ class RealtimeSession:
       max_size=…, open_timeout=…, origin=None)``; must return a :class:`RealtimeSocket`
       (default :func:`default_connect`).
     * ``stall_timeout`` – after ``caught_up``, this long without any frame → reconnect
-      (default 45 s, spec §3.3). ``handshake_timeout`` bounds each wait for a frame before
-      ``caught_up`` (hello, subscribed, every catch-up frame) and the WebSocket opening.
+      (default 45 s = max(30 s, 3 × the 15 s heartbeat), as Chatto's own client).
+      ``handshake_timeout`` bounds each wait for a frame before ``caught_up`` (hello,
+      subscribed, every catch-up frame) and the WebSocket opening.
     * ``reconnect_delay`` / ``max_reconnect_delay`` – backoff after the immediate first retry.
     * ``on_state(state)`` – ``"connecting"``, ``"handshaking"``, ``"catching_up"``, ``"live"``,
       ``"reconnecting"``, ``"stopped"``, ``"failed"``.
@@ -524,7 +524,7 @@ class RealtimeSession:
                 pass
 
     async def hydrate_room(self, room_id: str) -> bool:
-        """Start retaining ``room_id`` (``hydrate_room``, spec §3.6): the server answers with
+        """Start retaining ``room_id`` (``hydrate_room``): the server answers with
         ``room_upsert`` + ``room_timeline_replace``.
 
         The room is also remembered for every later (re)subscribe. Already retained → no-op,
@@ -776,7 +776,7 @@ class RealtimeSession:
         return caught
 
     async def _handle_error(self, err: pb.RealtimeError) -> None:
-        """RealtimeError (spec §3.4). Raises for fatal codes; returns for non-fatal ones."""
+        """``RealtimeError`` (``code``, ``fatal``, ``retry_after_ms``, ``room_id``): raises if fatal, else returns."""
         self.stats["errors"] += 1
         code = err.code
         retry = err.retry_after_ms / 1000.0 if err.HasField("retry_after_ms") else None

@@ -3,7 +3,7 @@ the ingress pipeline and the frontier.
 
 Nothing here does I/O or imports Hermes. The converters take the generated protobuf
 messages of ``hermes_chatto/wire/proto/chatto.proto`` (which mirror ``chatto.api.v1``
-messages, see ``../shared/spec/chatto-protocol.md`` §2.9) and return these types, so
+messages, field numbers kept) and return these types, so
 that the JSON codec (ConnectRPC) and the binary codec (realtime) produce identical
 values.
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 #: cli/internal/core/errors.go, compared with Go ``len(body)``). Not characters.
 MAX_BODY_BYTES = 10_000
 
-#: Hard cap on retained rooms per realtime socket (spec §3.6).
+#: Hard cap on retained rooms per realtime socket (``realtimeMaxRetainedRooms``, enforced on both sides).
 MAX_RETAINED_ROOMS = 64
 
 ROOM_KIND_CHANNEL = "channel"
@@ -123,7 +123,7 @@ class ThreadKey(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class ChattoMessage:
-    """One message (proto ``chatto.api.v1.Message``, field numbers in spec §2.9).
+    """One message (proto ``chatto.api.v1.Message``, ``message_types.proto``).
 
     ``body`` is ``None`` when absent on the wire (deleted / unreadable); ``author`` is
     filled from the enclosing page's or upsert's ``includes.users`` when present.
