@@ -1146,8 +1146,9 @@ async def test_reply_ingested_after_a_later_block_carried_it_is_not_a_second_tur
     assert [m.event_id for m in page.messages if m.thread_root_event_id] == [newer.event_id]
     await live(page.messages[-1], newer.event_id, retained=True)
     gate.set()
-    await wait_for(lambda: {older.event_id, newer.event_id} <= set(handled), timeout=10,
-                   what="both live events handled")
+    await wait_for(
+        lambda: {older.event_id, newer.event_id} <= set(handled), timeout=10, what="both live events handled"
+    )
     await settle(gw, world, timeout=30)
     counts = assert_exactly_once(gw.agent, world.tokens)
     assert counts == Counter({"turn": 2, "block": 1}), counts

@@ -37,8 +37,9 @@ async def h():
     harness = Harness(mode="subprocess", turn_timeout=45.0)
     try:
         # the room lacks thread replies before the gateway starts: the connect warning
-        await harness.start(before_gateway=lambda: harness.chatto.revoke(
-            harness.rooms["general"], harness.bot_id, THREAD))
+        await harness.start(
+            before_gateway=lambda: harness.chatto.revoke(harness.rooms["general"], harness.bot_id, THREAD)
+        )
         yield harness
     finally:
         await harness.stop()
@@ -83,8 +84,9 @@ async def test_mention_without_thread_permission_is_answered_in_the_channel(h: H
     assert all(not m.thread_root_event_id for m in t.replies), "posted in the channel itself"
     assert t.replies[0].body.startswith(THREAD_FALLBACK_NOTE.strip()[:30])
     assert h.thread("general", t.trigger.event_id) == []
-    await wait_until(lambda: "Answered in the channel itself instead" in _log(h), timeout=15,
-                     what="the refusal to be logged")
+    await wait_until(
+        lambda: "Answered in the channel itself instead" in _log(h), timeout=15, what="the refusal to be logged"
+    )
     assert "permission_denied in #general" in _log(h)
     # nothing owed: the host's ledger row is delivered, so a restart replays nothing
     rows = _obligations(h)
@@ -94,15 +96,20 @@ async def test_mention_without_thread_permission_is_answered_in_the_channel(h: H
 async def test_refused_reply_is_not_replayed_as_recovered_after_restart(h: Harness):
     room = h.rooms["general"]
     h.chatto.revoke(room, h.bot_id, POST)  # now neither flat nor thread posts
-    await wait_until(lambda: _log(h).count(f"the bot lacks {POST}") >= 1, timeout=30,
-                     what="the viewer-state change to be warned")
+    await wait_until(
+        lambda: _log(h).count(f"the bot lacks {POST}") >= 1, timeout=30, what="the viewer-state change to be warned"
+    )
     assert h.model is not None
     c0 = len(h.model.chat_requests())
     trigger = await h.post("general", "@helper_bot please summarise the incident")
     before = _everything_alice_sees(h)
-    answer = await wait_until(lambda: next((r.reply for r in h.model.chat_requests()[c0:]
-                                            if r.stream and not r.tool_calls and r.reply), None),
-                              timeout=45, what="the model's answer")
+    answer = await wait_until(
+        lambda: next(
+            (r.reply for r in h.model.chat_requests()[c0:] if r.stream and not r.tool_calls and r.reply), None
+        ),
+        timeout=45,
+        what="the model's answer",
+    )
     await h.wait_idle()
     await asyncio.sleep(1.0)  # the host's plain-text fallback resend is refused too
     assert await h.bot_messages_since(trigger) == [], "nothing reaches the room"
@@ -117,13 +124,20 @@ async def test_refused_reply_is_not_replayed_as_recovered_after_restart(h: Harne
     # the admin fixes the permission; the gateway restarts
     h.chatto.grant(room, h.bot_id, POST, THREAD)
     await h.restart_gateway()
-    await wait_until(lambda: any(s == "failed" and a >= 1 for s, a, _c in _obligations(h)), timeout=30,
-                     what="the host to retry its ledger row")
-    await wait_until(lambda: "not redelivering the host's recovered reply" in _log(h), timeout=30,
-                     what="the adapter to refuse the replay")
+    await wait_until(
+        lambda: any(s == "failed" and a >= 1 for s, a, _c in _obligations(h)),
+        timeout=30,
+        what="the host to retry its ledger row",
+    )
+    await wait_until(
+        lambda: "not redelivering the host's recovered reply" in _log(h),
+        timeout=30,
+        what="the adapter to refuse the replay",
+    )
     t = await h.turn("after-restart", "general", "@helper_bot are you back?")
-    assert t.replies and all(m.thread_root_event_id == t.trigger.event_id for m in t.replies), \
+    assert t.replies and all(m.thread_root_event_id == t.trigger.event_id for m in t.replies), (
         "with the permission back, answers go in the thread again"
+    )
     seen = _everything_alice_sees(h)
     assert not any(HOST_RECOVERED_PREFIX.strip()[:20] in b for b in seen), "no misleading 'Recovered reply'"
     assert not any(answer.strip()[:40] in b for b in seen), "the refused answer never appears"

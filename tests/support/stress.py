@@ -65,8 +65,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return (f"stress: seed={SEED} burners={BURNERS} jitter<={JITTER_S * 1000:.1f} ms at {len(SEAMS)} seams "
-            f"(replay: CHATTO_STRESS_SEED={SEED})")
+    return (
+        f"stress: seed={SEED} burners={BURNERS} jitter<={JITTER_S * 1000:.1f} ms at {len(SEAMS)} seams "
+        f"(replay: CHATTO_STRESS_SEED={SEED})"
+    )
 
 
 @pytest.hookimpl(hookwrapper=True)

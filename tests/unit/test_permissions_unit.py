@@ -48,8 +48,10 @@ def test_missing_permissions_and_the_warning_line():
 def test_refused_permission_from_error_text_or_room_state():
     assert P.refused_permission("permission denied: message.post-in-thread", in_thread=False) == P.PERM_THREAD
     assert P.refused_permission("permission denied", in_thread=False) == P.PERM_POST
-    assert P.refused_permission("permission denied", in_thread=True,
-                                room=_room(**{"message.post-in-thread": False})) == P.PERM_THREAD
+    assert (
+        P.refused_permission("permission denied", in_thread=True, room=_room(**{"message.post-in-thread": False}))
+        == P.PERM_THREAD
+    )
     assert P.refused_permission("permission denied", in_thread=True, room=_room()) == P.PERM_POST
 
 
@@ -68,8 +70,7 @@ def test_directory_warns_at_connect_and_on_viewer_state_change(caplog):
     settings = SimpleNamespace(retained_rooms=[], free_response_rooms=[], ack_reaction="eyes", done_reaction="")
     d = RoomDirectory(Conn(settings))
     with caplog.at_level(logging.WARNING):
-        d.reset([_room(), _room("R2", "ops", **{"message.post-in-thread": False}),
-                 _room("D1", "", "dm")])
+        d.reset([_room(), _room("R2", "ops", **{"message.post-in-thread": False}), _room("D1", "", "dm")])
     lines = [r.getMessage() for r in caplog.records if "the bot lacks" in r.getMessage()]
     assert len(lines) == 1 and "#ops (R2)" in lines[0]
     caplog.clear()

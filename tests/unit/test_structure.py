@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from support.paths import REPO
 
 PKG = REPO / "hermes_chatto"
