@@ -37,14 +37,15 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-# The exactly-once cases under CPU contention and seeded scheduling jitter
-# (tests/support/stress.py): STRESS_ROUNDS rounds, round i with seed STRESS_SEED+i, each bounded
-# by STRESS_ROUND_TIMEOUT s; stops at the first failing round and prints the seed to replay.
+# The fault suite, the busy-mode follow-ups and the edit-in-flight case under CPU contention and
+# seeded scheduling jitter (tests/support/stress.py): STRESS_ROUNDS rounds, round i with seed
+# STRESS_SEED+i, each bounded by STRESS_ROUND_TIMEOUT s; stops at the first failing round and
+# prints the seed to replay. Narrow with STRESS_K (a pytest -k expression).
 STRESS_ROUNDS        ?= 20
 STRESS_SEED          ?= 1000
 STRESS_ROUND_TIMEOUT ?= 900
-STRESS_TESTS         ?= tests
-STRESS_K             ?= exactly_once or message_once or projection_reset or later_block or followup or test_adapter_edit
+STRESS_TESTS         ?= tests/e2e/test_faults.py tests/e2e/test_e2e_followups.py tests/e2e/test_adapter_edit.py
+STRESS_K             ?=
 stress: $(STAMP)
 	@for i in $$(seq 1 $(STRESS_ROUNDS)); do \
 	  seed=$$(( $(STRESS_SEED) + i )); \
