@@ -202,7 +202,7 @@ class CreateRecorder:
         self.fail_at = fail_at or {}
         self.n = 0
 
-    async def create_message(self, room_id, body, *, thread_root_event_id=""):
+    async def create_message(self, room_id, body, *, thread_root_event_id="", **_kw):
         self.n += 1
         if self.n in self.fail_at:
             raise self.fail_at[self.n]

@@ -13,9 +13,9 @@ from hermes_chatto.adapter.send import HOST_FALLBACK_PREFIX, ResumeRegistry, Sen
 from hermes_chatto.adapter.threads import ThreadIndex
 from hermes_chatto.delivery import DeliveryReport
 from hermes_chatto.wire.errors import ChattoTransientError
-from hermes_chatto.wire.types import ChattoMessage, ThreadKey
+from hermes_chatto.wire.types import ThreadKey
 
-from support.fakes import Clock
+from support.fakes import Clock, CreateRecorder
 
 
 def test_registry_resumes_partial_deliveries_until_ttl():
@@ -31,21 +31,6 @@ def test_registry_resumes_partial_deliveries_until_ttl():
     reg.store("R", "", "t2", ["a"], DeliveryReport(failed_index=0, error=ChattoTransientError("x"), total=1))
     clock.t = 11
     assert reg.lookup("R", "", "t2") is None  # expired
-
-
-class Client:
-    def __init__(self):
-        self.n = 0
-
-    async def create_message(self, room_id, body, *, thread_root_event_id="", **kw):
-        self.n += 1
-        return ChattoMessage(
-            event_id=f"E{self.n}",
-            room_id=room_id,
-            author_id="Ubot",
-            body=body,
-            thread_root_event_id=thread_root_event_id,
-        )
 
 
 class Frontier:
@@ -64,7 +49,7 @@ class Frontier:
 
 
 def _path():
-    conn = Conn(SimpleNamespace(), client=Client(), bot_user_id="Ubot")
+    conn = Conn(SimpleNamespace(), client=CreateRecorder(), bot_user_id="Ubot")
     conn.frontier = Frontier()
     rooms, threads = RoomDirectory(conn), ThreadIndex(conn)
     return conn, threads, SendPath(conn, rooms, threads, ErrorBoundary(logging.getLogger("t"), conn.counters))
