@@ -18,6 +18,8 @@ import pytest
 import hermes_chatto
 from hermes_chatto.logs import LOGGER_ROOT, get_logger, logger_name
 
+from support.host import drop_log_handlers_added_since
+
 
 def test_logger_name_maps_the_package_onto_the_plugin_namespace():
     assert logger_name("hermes_chatto") == "hermes_plugins.chatto"
@@ -53,27 +55,6 @@ def test_every_module_level_logger_is_under_the_plugin_namespace():
     assert not wrong, f"loggers outside {LOGGER_ROOT}: {wrong}"
 
 
-def _drop_log_handlers_added_since(before: list) -> None:
-    """Undo this test's ``setup_logging``: close the file handlers it queued and keep the
-    ones other code set up before (``hermes_logging`` has only a reset-everything helper)."""
-    import hermes_logging
-
-    added = [h for h in hermes_logging.rotating_file_handlers() if h not in before]
-    if not before:
-        hermes_logging._reset_queued_handlers()
-        return
-    hermes_logging.flush_log_queue()
-    with hermes_logging._queue_state_lock:
-        for h in added:
-            hermes_logging._queued_file_handlers.remove(h)
-            h.close()
-        listener = hermes_logging._queue_listener
-        if listener is not None:
-            listener.stop()
-            listener.handlers = tuple(hermes_logging._queued_file_handlers)
-            listener.start()
-
-
 def test_wire_and_adapter_warnings_reach_gateway_log(tmp_path, monkeypatch):
     import hermes_logging
 
@@ -96,7 +77,7 @@ def test_wire_and_adapter_warnings_reach_gateway_log(tmp_path, monkeypatch):
         gateway = (log_dir / "gateway.log").read_text(encoding="utf-8")
         errors = (log_dir / "errors.log").read_text(encoding="utf-8")
     finally:
-        _drop_log_handlers_added_since(before)
+        drop_log_handlers_added_since(before)
         root.setLevel(level)
         hermes_logging._logging_initialized = was_initialized
         for n, lv in noisy.items():

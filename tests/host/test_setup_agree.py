@@ -26,6 +26,8 @@ import os
 import pytest
 import yaml
 
+from support.host import drop_log_handlers_added_since
+
 URL = "http://127.0.0.1:9"
 KEY = "cht_BK_UagreeBot000001.c2VjcmV0LWZvci1hZ3JlZQ"
 
@@ -259,7 +261,7 @@ def test_configuration_error_reason_reaches_gateway_log_without_the_key(home, mo
         text = (log_dir / "gateway.log").read_text(encoding="utf-8")
         errors = (log_dir / "errors.log").read_text(encoding="utf-8")
     finally:
-        _drop_log_handlers_added_since(before)
+        drop_log_handlers_added_since(before)
         root.setLevel(level)
         hermes_logging._logging_initialized = was_initialized
     assert "adapter creation failed" in text  # the host's line …
@@ -269,28 +271,6 @@ def test_configuration_error_reason_reaches_gateway_log_without_the_key(home, mo
     assert want in line and "is not set" in line if bad == "missing_key" else want in line
     assert line in errors  # one record, in both files
     assert secret not in text + errors and KEY not in text + errors
-
-
-def _drop_log_handlers_added_since(before: list) -> None:
-    """Undo this test's ``setup_logging``: close the file handlers it queued and keep
-    the ones other code set up before (``hermes_logging`` has only a reset-everything
-    helper)."""
-    import hermes_logging
-
-    added = [h for h in hermes_logging.rotating_file_handlers() if h not in before]
-    if not before:
-        hermes_logging._reset_queued_handlers()
-        return
-    hermes_logging.flush_log_queue()
-    with hermes_logging._queue_state_lock:
-        for h in added:
-            hermes_logging._queued_file_handlers.remove(h)
-            h.close()
-        listener = hermes_logging._queue_listener
-        if listener is not None:
-            listener.stop()
-            listener.handlers = tuple(hermes_logging._queued_file_handlers)
-            listener.start()
 
 
 def test_factory_reports_a_config_error_in_one_line_instead_of_a_traceback(home, caplog):

@@ -123,3 +123,25 @@ async def build_gateway(
 
     clear_settings_cache()
     return await start_gateway(chatto_world, monkeypatch, ids, agent=agent)
+
+
+def drop_log_handlers_added_since(before: list) -> None:
+    """Undo a test's ``hermes_logging.setup_logging``: close the file handlers it queued and
+    keep the ones other code set up before (``hermes_logging`` has only a reset-everything
+    helper). ``before``: ``hermes_logging.rotating_file_handlers()`` taken before the setup."""
+    import hermes_logging
+
+    added = [h for h in hermes_logging.rotating_file_handlers() if h not in before]
+    if not before:
+        hermes_logging._reset_queued_handlers()
+        return
+    hermes_logging.flush_log_queue()
+    with hermes_logging._queue_state_lock:
+        for h in added:
+            hermes_logging._queued_file_handlers.remove(h)
+            h.close()
+        listener = hermes_logging._queue_listener
+        if listener is not None:
+            listener.stop()
+            listener.handlers = tuple(hermes_logging._queued_file_handlers)
+            listener.start()
