@@ -256,7 +256,7 @@ def _lineage_root(store: Any, sid: str) -> str:
 #
 # Every private attribute of a Hermes object the plugin touches is read or called through
 # one accessor below, and listed in HOST_PRIVATES with the hermes-agent version it was
-# checked on. tests/test_compat_contract.py checks each entry against the installed
+# checked on. tests/host/test_compat_contract.py checks each entry against the installed
 # hermes-agent classes (attribute present, expected type, expected parameters), so a host
 # upgrade that changes one fails there, not somewhere deep in a turn.
 

@@ -1,7 +1,7 @@
 """Workarounds for host races, each tagged with the hermes-agent version that needs it.
 
 Remove one when the oldest supported hermes-agent no longer has the race (its test in
-tests/test_adapter_unit.py says how to reproduce it).
+tests/host/test_adapter_unit.py says how to reproduce it).
 """
 
 from __future__ import annotations
