@@ -103,6 +103,11 @@ class EditReplacement:
         old = self._turns.processing.get(d.guard_key)
         if old is None:
             return
+        if (getattr(old.raw_message, "body", None) or "") == (msg.body or ""):
+            # the classifier reports never-seen edited messages as edits (a summary refresh
+            # of a message edited earlier looks the same): same text, nothing to replace
+            self._conn.counters["edits_unchanged"] += 1
+            return
         new_event = dataclasses.replace(old, text=d.text, raw_message=msg, timestamp=datetime.now())
         logger.info("Chatto: trigger %s edited during its turn; replacing the turn", msg.event_id)
         self.replacing[d.guard_key] = (old, new_event)

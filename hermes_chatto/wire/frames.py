@@ -315,8 +315,12 @@ class Classifier:
        bot), except echo rows (``echo_of_event_id`` set) → ``Ignored("echo_row")``
     5. known event whose ``updated_at`` changed → :class:`MessageEdited`
        (``editor_id`` = projection ``actor_id``)
-    6. otherwise ``Ignored("thread_root_refresh")`` when the row is the root of a reply
-       that is new in the same projection event, else ``Ignored("summary_refresh")``.
+    6. ``Ignored("thread_root_refresh")`` when the row is the root of a reply that is new
+       in the same projection event
+    7. an event the memory does not hold (replay resume, aged out) with ``updated_at`` set
+       → :class:`MessageEdited` (it may be a summary refresh of a message edited earlier:
+       the consumer compares the text)
+    8. otherwise ``Ignored("summary_refresh")``.
 
     Other operations: ``room_upsert`` → :class:`RoomUpdated`; ``room_viewer_state_replace`` →
     ``RoomUpdated(partial=True)`` (only ``id``, ``is_member``, ``permissions``,
@@ -469,6 +473,12 @@ class Classifier:
         roots = ctx.get("roots")
         if roots is not None and mid in roots:
             return Ignored("thread_root_refresh", mid)
+        if prev is _MISSING and key is not None:
+            # Never seen (a replay resume, or aged out of the known memory) and edited:
+            # report it as an edit; the consumer ignores an edit whose text it already has.
+            return MessageEdited(
+                message=_msg(m, _users(up.includes)), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
+            )
         return Ignored("summary_refresh", mid)
 
     def _viewer_state(

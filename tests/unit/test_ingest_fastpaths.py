@@ -201,6 +201,10 @@ class RefClassifier:
             return E.MessageEdited(
                 message=message_from_pb(m, users), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
             )
+        if mid not in roots and prev == "missing" and key is not None:  # never seen, edited
+            return E.MessageEdited(
+                message=message_from_pb(m, users), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
+            )
         return E.Ignored(reason="thread_root_refresh" if mid in roots else "summary_refresh", detail=mid)
 
 
