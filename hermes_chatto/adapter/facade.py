@@ -196,7 +196,7 @@ class ChattoAdapter(_Base):
         settings = self.conn.settings
         kw: dict[str, Any] = {
             "on_event": self.inbound.on_event,
-            "retained_rooms": lambda: list(self.rooms.retained),
+            "retained_rooms": self.rooms.subscribe_list,
             "resume_cursor": self.cursor.cursor,
             "on_cursor": self.cursor.on_cursor,
             "bot_user_id": self.conn.bot_user_id,

@@ -67,6 +67,11 @@ class GapRecovery:
         ``reset_thread_reads``); a ChattoError from that read is logged and skipped (the
         frontier still carries such replies into the next turn of the thread)."""
         seen = self._conn.seen
+        if self._rooms.is_lost(room_id):
+            # removal / ban: an empty replace clears the room (realtime_projection.go
+            # appendRoomTimelineClear); nothing was missed in a room the bot left
+            self.baselined.discard(room_id)
+            return
         if room_id not in self.baselined:
             self.baselined.add(room_id)
             self._rooms.hydrated(room_id)

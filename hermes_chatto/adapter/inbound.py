@@ -89,6 +89,7 @@ class Inbound:
             await self._on_room_updated(ev.room, ev.partial)
         elif isinstance(ev, E.RoomRemoved):
             self._rooms.remove(ev.room_id)
+            self._rebalance([])
         elif isinstance(ev, E.TimelineReplaced):
             await gap.timeline_replaced(ev.room_id, ev.messages)
         elif isinstance(ev, E.ProjectionReset):
@@ -105,14 +106,33 @@ class Inbound:
 
     async def _on_room_updated(self, room: ChattoRoom, partial: bool) -> None:
         added = await self._rooms.updated(room, partial)
+        self._rebalance([room.id] if added else [])
+
+    def _rebalance(self, added: list[str]) -> None:
+        """Release the slots of rooms the bot lost, give them to waiting rooms, and hydrate
+        the rooms that joined the retained set (``added`` plus the refill)."""
         rt = self._conn.realtime
-        if added and rt is not None and hasattr(rt, "hydrate_room"):
-            # Until its timeline_replace arrives, root messages of the room are only
-            # announced by room_activity (fetched with GetMessage).
-            self._rooms.hydrating.add(room.id)
-            task = asyncio.ensure_future(self._hydrate(rt, room.id))
-            self._hydrations.add(task)
-            task.add_done_callback(self._hydrations.discard)
+        lost = self._rooms.take_released()
+        if lost:
+            release = getattr(rt, "release_room", None) or getattr(rt, "forget_room", None)
+            for rid in lost:
+                self._conn.counters["rooms_lost"] += 1
+                if callable(release):
+                    release(rid)
+            added = added + self._rooms.refill()
+        for rid in added:
+            self._start_hydration(rid)
+
+    def _start_hydration(self, room_id: str) -> None:
+        rt = self._conn.realtime
+        if rt is None or not hasattr(rt, "hydrate_room"):
+            return
+        # Until its timeline_replace arrives, root messages of the room are only
+        # announced by room_activity (fetched with GetMessage).
+        self._rooms.hydrating.add(room_id)
+        task = asyncio.ensure_future(self._hydrate(rt, room_id))
+        self._hydrations.add(task)
+        task.add_done_callback(self._hydrations.discard)
 
     async def _hydrate(self, rt: Any, room_id: str) -> None:
         try:
@@ -132,6 +152,10 @@ class Inbound:
             return
         if ev.actor_id and ev.actor_id == self._conn.bot_user_id:
             return
+        if self._rooms.is_lost(ev.room_id):
+            return  # removed / banned: not a live room any more
+        if self._rooms.wake(ev.room_id):  # an empty DM's first message: retain it from now on
+            self._start_hydration(ev.room_id)
         if self._conn.is_seen(ev.projection_id):
             return
         if not self._rooms.is_retained(ev.room_id):

@@ -39,8 +39,10 @@ def find_member_room(rooms: Iterable[ChattoRoom], ref: str) -> ChattoRoom | None
 
 class RoomDirectory:
     """Owns ``rooms`` (id → :class:`ChattoRoom`, member rooms and DMs), ``retained`` (room
-    ids on the socket, in subscription order), ``free`` (``free_response_rooms`` ids) and
-    ``hydrating`` (retained rooms whose hydration has not arrived)."""
+    ids on the socket, in subscription order), ``free`` (``free_response_rooms`` ids),
+    ``hydrating`` (retained rooms whose hydration has not arrived), ``dormant`` (DMs the
+    snapshot announced that ``ListRooms`` did not list: empty DMs, hydrated at their first
+    message) and ``released`` (rooms the bot lost since the last :meth:`take_released`)."""
 
     def __init__(self, conn: Conn) -> None:
         self._conn = conn
@@ -48,6 +50,8 @@ class RoomDirectory:
         self.retained: list[str] = []
         self.free: set[str] = set()
         self.hydrating: set[str] = set()
+        self.dormant: set[str] = set()
+        self.released: list[str] = []
         self._cap_logged = False
         self.perms = PermissionWatch()
 
@@ -55,6 +59,8 @@ class RoomDirectory:
         """A (re)connect's ``ListRooms``: keep member rooms and DMs, pick the retained set."""
         self.rooms = {r.id: r for r in rooms if r.is_member or r.is_dm}
         self.hydrating.clear()
+        self.dormant.clear()
+        self.released.clear()
         self._pick_retained()
         self._resolve_free()
         for room in self.rooms.values():
@@ -89,11 +95,67 @@ class RoomDirectory:
         return [r for r in self.retained if r not in self.hydrating]
 
     def remove(self, room_id: str) -> None:
-        """``room_removed``: the bot left the room (or it was deleted)."""
+        """``room_removed``: the room was archived or deleted, or the bot can no longer see
+        it. Its retained slot is released (see :meth:`take_released`)."""
         self.rooms.pop(room_id, None)
         self.perms.forget(room_id)
+        self.dormant.discard(room_id)
+        self._release(room_id)
+
+    def _release(self, room_id: str) -> None:
+        self.hydrating.discard(room_id)
         if room_id in self.retained:
             self.retained.remove(room_id)
+            self.released.append(room_id)
+            logger.info("Chatto: lost room %s; its realtime slot goes to another room", room_id)
+
+    def subscribe_list(self) -> list[str]:
+        """The retained rooms for a (re)subscribe: the server retains them from the socket's
+        start (a reset path replaces their timelines, a replay streams their facts), so none
+        of them is still waiting for a hydration."""
+        self.hydrating.difference_update(self.retained)
+        return list(self.retained)
+
+    def take_released(self) -> list[str]:
+        """The rooms the bot lost since the last call (the caller releases them on the socket)."""
+        out, self.released = self.released, []
+        return out
+
+    def is_lost(self, room_id: str) -> bool:
+        """A room the directory knows the bot is no longer a member of (not a DM)."""
+        room = self.rooms.get(room_id)
+        return room is not None and not room.is_member and not room.is_dm
+
+    def refill(self) -> list[str]:
+        """Member rooms waiting for a slot, in retained order (configured, DMs, channels),
+        appended to ``retained`` while it has fewer than 64; returns them (the caller
+        hydrates them). Dormant DMs wait for their first message."""
+        from ..config import resolve_room_refs
+
+        free = MAX_RETAINED_ROOMS - len(self.retained)
+        if free <= 0:
+            return []
+        rooms = [r for r in self.rooms.values() if (r.is_member or r.is_dm) and r.id not in self.dormant]
+        preferred = resolve_room_refs("retained_rooms", self._conn.settings.retained_rooms, rooms, strict=False)
+        order = preferred + [r.id for r in rooms if r.is_dm] + [r.id for r in rooms if not r.is_dm]
+        added: list[str] = []
+        for rid in dict.fromkeys(order):
+            if len(added) >= free:
+                break
+            if rid not in self.retained:
+                self.retained.append(rid)
+                added.append(rid)
+        return added
+
+    def wake(self, room_id: str) -> bool:
+        """A dormant DM got its first message: True when it joined the retained set now."""
+        if room_id not in self.dormant:
+            return False
+        self.dormant.discard(room_id)
+        if room_id in self.retained or len(self.retained) >= MAX_RETAINED_ROOMS:
+            return False
+        self.retained.append(room_id)
+        return True
 
     def hydrated(self, room_id: str) -> None:
         """The room's ``room_timeline_replace`` arrived."""
@@ -144,12 +206,10 @@ class RoomDirectory:
                     self.rooms[room.id] = dataclasses.replace(fetched, is_member=True)
             merged = self.rooms.get(room.id)
         else:
+            # room_upsert carries the viewer's membership (realtime_projection.go: removal and
+            # ban send room_upsert with is_member=false): it is authoritative
             merged = (
-                room
-                if known is None
-                else dataclasses.replace(
-                    room, is_member=known.is_member or room.is_member, permissions=known.permissions or room.permissions
-                )
+                room if known is None else dataclasses.replace(room, permissions=known.permissions or room.permissions)
             )
             self.rooms[room.id] = merged
         if merged is None:
@@ -158,12 +218,20 @@ class RoomDirectory:
             self.check_permissions(merged)
         member = merged.is_member or merged.is_dm
         if member and room.id not in self.retained:
+            if merged.is_dm and known is None and not partial:
+                # the snapshot lists empty DMs, ListRooms does not (connectapi/room_directory.go):
+                # hydrating each would spend the admission budget on rooms with nothing in them
+                self.dormant.add(room.id)
+                return False
+            if room.id in self.dormant:
+                return False
             if len(self.retained) < MAX_RETAINED_ROOMS:
                 self.retained.append(room.id)
                 return True
             self.log_cap(len(self.rooms))
-        elif not member and room.id in self.retained and partial and known is not None and not room.is_member:
-            self.retained.remove(room.id)
+        elif not member:
+            self.perms.forget(room.id)
+            self._release(room.id)
         return False
 
     def _pick_retained(self) -> None:

@@ -19,6 +19,9 @@ edit (id = edit fact)  upsert(message with updated_at)                          
 delete                 upsert(tombstone), server_state_upsert(pinned DELETED)   server_state_upsert(pinned DELETED)
 reaction               upsert(aggregate, reaction_change)                       []
 room created / joined  room_upsert                                              room_upsert
+member removed/banned  room_upsert (room_remove if no longer visible)           the same
+                       + empty room_timeline_replace for the removed viewer
+room archived          room_remove                                              room_remove
 =====================  ======================================================  ==========================================
 
 Message facts only reach room members at fact time.
@@ -155,6 +158,24 @@ def project(state: ChattoState, fact: Fact, viewer: str, retained) -> list | Non
         return [Op(user_upsert=R.directory_member(u))] if u else []
     if room is None:
         return []
+    if k == "room_archived":  # RoomArchived → room_remove (realtime_projection.go)
+        return [Op(room_remove=pb.RealtimeProjectionRoomRemove(room_id=room.id))]
+    if k == "member_removed":  # RoomMemberRemoved / RoomMemberBanned
+        visible = state.can_see(viewer, room)
+        ops = [
+            room_upsert(state, room, viewer, with_members=kept)
+            if visible
+            else Op(room_remove=pb.RealtimeProjectionRoomRemove(room_id=room.id))
+        ]
+        if viewer == fact.user_id and kept:  # appendRoomTimelineClear: an empty page
+            ops.append(
+                Op(
+                    room_timeline_replace=pb.RealtimeProjectionRoomTimelineReplace(
+                        room_id=room.id, page=pb.RoomTimelinePage()
+                    )
+                )
+            )
+        return ops
     if k in ("room_created", "member_joined", "room_updated"):
         ops = [room_upsert(state, room, viewer, with_members=kept)]
         if kept and fact.row is not None:

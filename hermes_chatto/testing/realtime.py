@@ -10,7 +10,10 @@ bytes also) → ``subscribed{start_cursor}`` → catch-up (reset path in Chatto'
 of missed facts from a valid resume cursor) → reconciliation → ``caught_up{cursor}`` →
 live: projection events, typing envelopes, heartbeats every interval, ``pong`` for
 ``ping``, ``hydrate_room`` (cap 64 → non-fatal ``too_many_retained_rooms``). A text frame
-or an undecodable frame is fatal ``bad_frame``.
+or an undecodable frame is fatal ``bad_frame``. Catch-ups and hydrations pass the admission
+of :mod:`.admission` (realtime_catchup.go): a refused catch-up gets ``close{code,
+reconnect=true, retry_after_ms}`` + WS 1013 before ``subscribed``; a refused hydration a
+non-fatal room error with ``retry_after_ms`` (the room is not retained).
 
 Threading: sockets live on the server's event loop. Facts published by the state (from
 any thread, under the state lock) are handed over with ``loop.call_soon_threadsafe`` and
@@ -380,6 +383,44 @@ async def _session(server: LocalChatto, conn: Conn) -> asyncio.Task | None:
         return asyncio.create_task(_heartbeats(server, conn))
 
     cursor = sub.resume_cursor if sub.HasField("resume_cursor") else None
+    # admission (realtime.go: after subscribe_events, before subscribed; realtime_catchup.go):
+    # a cursor that is not at the current boundary is a metered stale-cursor replay
+    refused = server.admission.acquire_catchup(
+        user_id, metered=bool(cursor) and not _at_boundary(state, cursor, user_id)
+    )
+    if refused is not None:
+        conn.close(
+            close_frame(
+                refused.code,
+                "realtime catch-up capacity is temporarily unavailable",
+                reconnect=True,
+                retry_after_ms=refused.retry_after_ms,
+            ),
+            1013,
+            refused.code,
+        )
+        return None
+    try:
+        _catch_up(server, conn, cursor)
+    finally:
+        server.admission.release_catchup(user_id)
+    server._conn_caught_up(conn)
+    return asyncio.create_task(_heartbeats(server, conn))
+
+
+def _at_boundary(state, cursor: str, viewer: str) -> bool:
+    """``RealtimeCursorAtCurrentBoundary``: the cursor opens for ``viewer`` at the newest fact."""
+    try:
+        seq, _issued = state.sealer.open_resume_cursor(cursor, viewer)
+    except ValueError:
+        return False
+    return seq == state.seq
+
+
+def _catch_up(server: LocalChatto, conn: Conn, cursor: str | None) -> None:
+    """Reset or replay path, reconciliation and ``caught_up`` (queued in one step)."""
+    state, user_id = server.state, conn.user_id
+    assert user_id is not None
     # catch-up is computed and the socket registered for live facts atomically (state lock,
     # no await), so live facts continue exactly after the catch-up boundary.
     with state.lock:
@@ -406,8 +447,6 @@ async def _session(server: LocalChatto, conn: Conn) -> asyncio.Task | None:
         conn.send(caught.SerializeToString())
         conn.live = conn.caught_up = True
         server._record_catchup(user_id, conn.path, reason)
-    server._conn_caught_up(conn)
-    return asyncio.create_task(_heartbeats(server, conn))
 
 
 async def _heartbeats(server: LocalChatto, conn: Conn) -> None:
@@ -445,7 +484,6 @@ def _handle_live(server: LocalChatto, conn: Conn, data) -> bool:
 
 def _hydrate(server: LocalChatto, conn: Conn, room_id: str) -> None:
     """``hydrate_room``: room_upsert (full membership) + room_timeline_replace."""
-    state = server.state
     if room_id in conn.retained:
         return
     if len(conn.retained) >= MAX_RETAINED_ROOMS:
@@ -458,6 +496,28 @@ def _hydrate(server: LocalChatto, conn: Conn, room_id: str) -> None:
             )
         )
         return
+    assert conn.user_id is not None
+    refused = server.admission.acquire_hydration(conn.user_id)
+    if refused is not None:  # realtime.go: writeRoomError(code, ..., roomID, retryAfter); not retained
+        conn.send(
+            error_frame(
+                refused.code,
+                "room hydration capacity is temporarily unavailable",
+                fatal=False,
+                retry_after_ms=refused.retry_after_ms,
+                room_id=room_id,
+            )
+        )
+        return
+    try:
+        _hydrate_admitted(server, conn, room_id)
+    finally:
+        server.admission.release_hydration(conn.user_id)
+    server.hydrations.append((conn.user_id, room_id))
+
+
+def _hydrate_admitted(server: LocalChatto, conn: Conn, room_id: str) -> None:
+    state = server.state
     conn.retained.append(room_id)
     with state.lock:
         room = state.rooms.get(room_id)

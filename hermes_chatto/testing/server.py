@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 from hermes_chatto.wire.types import ChattoMessage, message_from_pb, user_from_pb
 
 from . import render as R
+from .admission import Admission
 from .realtime import Conn, Hub, close_frame, error_frame, realtime_endpoint, ws_code_for
 from .rpc import api_not_found, connect_endpoint
 from .state import BOT_USUAL_PERMISSIONS, ChattoState, Clock, MsgRec, UserRec
@@ -118,6 +119,10 @@ class LocalChatto:
         self.realtime_hellos: list[tuple[str | None, str | None]] = []  # (user_id or None, "bot"/"human"/None)
         self.catchups: list[CatchUp] = []
         self.world: DemoWorld | None = None
+        #: catch-up / hydration admission (realtime_catchup.go; see :mod:`.admission`)
+        self.admission = Admission(self.clock.now)
+        #: every admitted ``hydrate_room``: ``(user_id, room_id)``
+        self.hydrations: list[tuple[str, str]] = []
         self.hub = Hub(self)
         self.state.listeners.append(self.hub.publish)
         self.state.listeners.append(self._on_facts)
@@ -464,6 +469,10 @@ class LocalChatto:
 
     def add_member(self, room_id: str, user_id: str) -> None:
         self.state.add_member(room_id, user_id)
+
+    def remove_member(self, room_id: str, user_id: str, *, ban: bool = False) -> None:
+        """Remove or ban ``user_id`` from a channel (see ``ChattoState.remove_member``)."""
+        self.state.remove_member(room_id, user_id, ban=ban)
 
     def grant(self, room_id: str | None, user_id: str, *permissions: str) -> None:
         """Grant permissions in a room (or at server scope with ``room_id=None``). Like

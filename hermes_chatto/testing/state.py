@@ -191,6 +191,7 @@ class RoomRec:
     grants: dict[str, set[str]] = field(default_factory=dict)  # user -> granted at room scope
     denies: dict[str, set[str]] = field(default_factory=dict)  # user -> revoked at room scope
     unread: set[str] = field(default_factory=set)  # users with has_unread
+    banned: set[str] = field(default_factory=set)  # users banned from the room
     last_post_ns: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -603,12 +604,36 @@ class ChattoState:
                 ]
             )
 
+    def remove_member(self, room_id: str, user_id: str, *, ban: bool = False) -> None:
+        """Remove (or ban: same projection) ``user_id`` from a channel: a ``member_removed``
+        fact for the members before the removal (the removed user included), mapped like
+        Chatto's ``RoomMemberRemoved`` / ``RoomMemberBanned`` (realtime_projection.go): the
+        room's ``room_upsert`` (``room_remove`` when it is no longer visible to the viewer),
+        plus, for the removed user's sockets that retain the room, an empty
+        ``room_timeline_replace``. A banned user cannot join again."""
+        with self.lock:
+            room = self.room(room_id)
+            if room.is_dm:
+                raise err("failed_precondition", "DM membership is fixed")
+            if user_id not in room.members:
+                return
+            audience = frozenset(room.members)
+            room.members.remove(user_id)
+            room.unread.discard(user_id)
+            if ban:
+                room.banned.add(user_id)
+            self._emit(
+                [self._fact("member_removed", actor_id=None, room_id=room.id, audience=audience, user_id=user_id)]
+            )
+
     def join_room(self, actor: str, room_id: str) -> RoomRec:
         """``RoomService.JoinRoom``: needs ``room.join``."""
         with self.lock:
             room = self.room(room_id)
             if room.is_dm:
                 raise err("invalid_argument", "cannot join a direct message")
+            if actor in room.banned:
+                raise err("permission_denied", "banned from this room")
             self._need(actor, room, "room.join")
             self.add_member(room_id, actor)
             return room
@@ -645,10 +670,13 @@ class ChattoState:
             self._emit([self._fact("room_updated", actor_id=None, room_id=room.id, audience=frozenset(room.members))])
 
     def set_archived(self, room_id: str, archived: bool = True) -> None:
+        """Archive (a ``room_archived`` fact: Chatto's ``RoomArchived`` maps to ``room_remove``)
+        or unarchive (``room_updated``: ``room_upsert``)."""
         with self.lock:
             room = self.room(room_id)
             room.archived = archived
-            self._emit([self._fact("room_updated", actor_id=None, room_id=room.id, audience=frozenset(room.members))])
+            kind = "room_archived" if archived else "room_updated"
+            self._emit([self._fact(kind, actor_id=None, room_id=room.id, audience=frozenset(room.members))])
 
     def slow_mode_deadline(self, user_id: str, room: RoomRec) -> int | None:
         """ns deadline of the viewer's next allowed post, or ``None`` (not active / bypassed)."""
@@ -991,6 +1019,7 @@ class ChattoState:
                         grants={k: s(v) for k, v in r.grants.items()},
                         denies={k: s(v) for k, v in r.denies.items()},
                         unread=s(r.unread),
+                        banned=s(r.banned),
                     )
                     for r in self.rooms.values()
                 ],
@@ -1017,6 +1046,7 @@ class ChattoState:
                 room.grants = {k: set(v) for k, v in room.grants.items()}
                 room.denies = {k: set(v) for k, v in room.denies.items()}
                 room.unread = set(room.unread)
+                room.banned = set(room.banned)
                 self.rooms[room.id] = room
             self.rows = {r["id"]: RowRec(**r) for r in data["rows"]}
             self.messages = {}

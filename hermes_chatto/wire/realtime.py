@@ -17,6 +17,12 @@ What this module guarantees:
   :class:`~hermes_chatto.wire.errors.ChattoRealtimeFatal`, everything else reconnects with
   backoff + jitter (the first retry immediate, then ``reconnect_delay`` doubling up to
   ``max_reconnect_delay``, or the server's ``retry_after_ms``);
+* ``hydrate_room`` frames are paced to the server's admission (burst 20, then 1 per
+  second: :class:`HydrationPacer`) and sent only once the stream is live; a retryable
+  refusal is queued again after its ``retry_after_ms``; a room the bot lost
+  (:meth:`RealtimeSession.release_room`) frees its slot at a resubscribe;
+* ``projection_reset_required`` (any RBAC fact closes every socket) drops the resume cursor:
+  the resume would be a reset anyway, and a cursorless catch-up is admitted more often;
 * malformed / truncated / unknown frames are logged, counted and skipped;
 * the resume cursor advances only after ``on_event`` returned for **every** event of the
   frame that carried it; it is exposed as :attr:`RealtimeSession.resume_cursor` and handed
@@ -28,6 +34,7 @@ The bot key is never logged, never put in an exception message and never in a re
 from __future__ import annotations
 
 import asyncio
+import collections
 import inspect
 import logging
 import random
@@ -86,6 +93,10 @@ _CREDENTIAL_MESSAGE = (
 
 _CLIENT_BUG_CODES = frozenset({"bad_hello", "bad_subscribe", "bad_frame"})
 _DROP_CURSOR_CODES = frozenset({"invalid_cursor", "cursor_expired", "replay_limit_exceeded"})
+#: Closes of a live stream that ask for a reconnect now and are no failure of the client
+#: (``projection_reset_required``: any RBAC fact anywhere closes every socket). Admission
+#: bounds how often these reconnects are served (``catch_up_rate_limited`` + retry_after).
+_ORDERLY_CLOSES = frozenset({"projection_reset_required"})
 _RETRY_HYDRATE_CODES = frozenset(
     {"room_hydration_in_progress", "room_hydration_rate_limited", "room_hydration_server_busy"}
 )
@@ -221,32 +232,107 @@ def _valid_room_id(room_id: object) -> bool:
     return isinstance(room_id, str) and bool(room_id) and len(room_id.encode("utf-8")) <= MAX_ROOM_ID_BYTES
 
 
+async def _no_send(room_id: str) -> None:  # until the session binds its socket
+    return None
+
+
+class HydrationPacer:
+    """The client's copy of the server's per-user hydration bucket (Chatto's
+    cli/internal/http_server/realtime_catchup.go: burst ``realtimeHydrationRateBurst`` = 20,
+    then one ``hydrate_room`` per ``realtimeHydrationRefillInterval`` = 1 s), so hydrations
+    are sent at the rate the server admits instead of being refused and retried.
+
+    The default ``interval`` is 5 % longer than the server's, so that jitter in delivery
+    does not make a hydration arrive before the server's bucket refilled.
+    ``clock`` returns seconds (monotonic). :meth:`wait` is the seconds until the next
+    hydration may go (0 = now); :meth:`take` spends one; :meth:`pause` obeys a refusal's
+    ``retry_after`` (seconds) and, for ``room_hydration_rate_limited``, empties the bucket
+    (the server's is empty: another socket or process of the bot spent it)."""
+
+    __slots__ = ("burst", "interval", "tokens", "_at", "_not_before", "_clock")
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, burst: int = 20, interval: float = 1.05) -> None:
+        self.burst = burst
+        self.interval = interval
+        self.tokens = float(burst)
+        self._clock = clock
+        self._at = clock()
+        self._not_before = 0.0
+
+    def _refill(self, now: float) -> None:
+        if now > self._at:
+            self.tokens = min(float(self.burst), self.tokens + (now - self._at) / self.interval)
+            self._at = now
+
+    def wait(self) -> float:
+        now = self._clock()
+        self._refill(now)
+        if now < self._not_before:
+            return self._not_before - now
+        return 0.0 if self.tokens >= 1 else (1 - self.tokens) * self.interval
+
+    def take(self) -> None:
+        self._refill(self._clock())
+        self.tokens -= 1
+
+    def pause(self, seconds: float, *, empty: bool) -> None:
+        now = self._clock()
+        self._refill(now)
+        if empty:
+            self.tokens = min(self.tokens, 0.0)
+        self._not_before = max(self._not_before, now + max(0.0, seconds))
+
+
 class _RoomRetention:
     """Which rooms the session retains (at most 64 per socket; the set lives only in the connection).
 
     ``hydrated``: rooms added by ``hydrate_room`` (an ordered set; asked for at every
-    (re)subscribe until forgotten). ``on_socket``: rooms retained on the current socket.
-    ``attempts``: hydrate resends per room after a retryable refusal.
+    (re)subscribe until forgotten). ``on_socket``: rooms the server retains on the current
+    socket (it never un-retains one: a room the bot lost still takes its slot until the next
+    subscribe). ``queue``: hydrations to send on this socket, paced by ``pacer``.
+    ``released``: rooms on the socket that are no longer wanted. ``attempts``: resends per
+    room after a retryable refusal.
     """
 
-    __slots__ = ("hydrated", "on_socket", "attempts", "_stats", "_send")
+    __slots__ = (
+        "hydrated",
+        "on_socket",
+        "queue",
+        "released",
+        "attempts",
+        "pacer",
+        "_stats",
+        "_send",
+        "_live",
+        "_resubscribe",
+        "_spawn",
+        "_pumping",
+    )
 
-    def __init__(self, stats: Counters, send: Callable[[str], Awaitable[None]]) -> None:
+    def __init__(self, stats: Counters, pacer: HydrationPacer) -> None:
         self.hydrated: dict[str, None] = {}
         self.on_socket: set[str] = set()
+        self.queue: collections.deque[str] = collections.deque()
+        self.released: set[str] = set()
         self.attempts: dict[str, int] = {}
+        self.pacer = pacer
         self._stats = stats
-        self._send = send  # hydrate_room on the current socket (counted by the session)
+        self._pumping = False
+        self.bind(_no_send, lambda: False, lambda: None, lambda aw: None)
 
-    async def add(self, room_id: str, *, connected: bool) -> bool:
-        """``RealtimeSession.hydrate_room``: remember the room; send ``hydrate_room`` now
-        when ``connected``. False (counted ``hydrate_refused``) for a bad id or at the cap."""
+    def add(self, room_id: str, *, connected: bool) -> bool:
+        """``RealtimeSession.hydrate_room``: remember the room; queue ``hydrate_room`` when
+        ``connected``. False (counted ``hydrate_refused``) for a bad id or at the cap."""
         if not _valid_room_id(room_id):
             self._stats["hydrate_refused"] += 1
             return False
+        if room_id in self.released:  # wanted again: the server still retains it
+            self.released.discard(room_id)
+            self.hydrated[room_id] = None
+            return True
         if room_id in self.on_socket or room_id in self.hydrated:
             return True
-        if len(self.on_socket | set(self.hydrated)) >= MAX_RETAINED_ROOMS:
+        if len((self.on_socket - self.released) | set(self.hydrated)) >= MAX_RETAINED_ROOMS:
             self._stats["hydrate_refused"] += 1
             log.warning(
                 "chatto realtime: not retaining room %s: %d rooms already retained (cap)", room_id, MAX_RETAINED_ROOMS
@@ -254,18 +340,24 @@ class _RoomRetention:
             return False
         self.hydrated[room_id] = None
         if connected:
-            self.on_socket.add(room_id)
-            await self._send(room_id)
+            self.queue.append(room_id)
         return True
 
-    async def after_subscribed(self) -> None:
-        """Hydrate the rooms added by ``add`` while the subscribe was in flight."""
-        on_socket = self.on_socket
-        for rid in [r for r in self.hydrated if r not in on_socket]:
-            if len(on_socket) >= MAX_RETAINED_ROOMS:
-                break
-            on_socket.add(rid)
-            await self._send(rid)
+    def release(self, room_id: str) -> None:
+        """The room is no longer wanted (the bot lost it): forget it; its slot on the
+        current socket stays taken until the next subscribe."""
+        self.forget(room_id)
+        if room_id in self.on_socket:
+            self.released.add(room_id)
+
+    def after_subscribed(self) -> None:
+        """Queue the rooms added by ``add`` while the subscribe was in flight."""
+        self.queue.extend(r for r in self.hydrated if r not in self.on_socket and r not in self.queue)
+
+    def new_socket(self) -> None:
+        self.on_socket.clear()
+        self.queue.clear()
+        self.released.clear()
 
     def refused(self, code: str, room_id: str) -> bool:
         """Handle a room-level refusal (``too_many_retained_rooms`` drops the room,
@@ -304,14 +396,79 @@ class _RoomRetention:
         return list(out)
 
     def next_attempt(self, room_id: str) -> int | None:
-        """Count one more hydrate resend for ``room_id``; ``None`` (and forgotten) past the cap."""
+        """Count one more hydrate resend for ``room_id``; ``None`` past the cap (the room
+        stays in ``hydrated``: the next subscribe retains it)."""
         n = self.attempts.get(room_id, 0) + 1
         if n > _MAX_HYDRATE_RETRIES:
-            log.warning("chatto realtime: giving up hydrating room %s after %d retries", room_id, n - 1)
+            log.warning(
+                "chatto realtime: giving up hydrating room %s on this socket after %d retries; "
+                "it is retained at the next (re)subscribe",
+                room_id,
+                n - 1,
+            )
             self.attempts.pop(room_id, None)
             return None
         self.attempts[room_id] = n
         return n
+
+    # -- pacing (the session hands over its socket's send, liveness and resubscribe)
+
+    def bind(
+        self,
+        send: Callable[[str], Awaitable[None]],
+        live: Callable[[], bool],
+        resubscribe: Callable[[], None],
+        spawn: Callable[[Awaitable[None]], None],
+    ) -> None:
+        self._send, self._live, self._resubscribe, self._spawn = send, live, resubscribe, spawn
+
+    def retry(self, room_id: str, delay: float, code: str) -> None:
+        """A retryable refusal (``room_hydration_in_progress`` / ``_rate_limited`` /
+        ``_server_busy``): the server did not retain the room; queue it again behind a pause
+        of ``delay`` seconds (at most ``_MAX_HYDRATE_RETRIES`` times per room)."""
+        self.on_socket.discard(room_id)
+        self.pacer.pause(delay, empty=code == "room_hydration_rate_limited")
+        if self.next_attempt(room_id) is None:
+            return
+        self._stats["hydrate_retries"] += 1
+        if room_id in self.hydrated and room_id not in self.queue:
+            self.queue.appendleft(room_id)
+        self.kick()
+
+    def kick(self) -> None:
+        """Start the pacing task when hydrations are queued and the stream is live."""
+        if not self.queue or not self._live():
+            return
+        if self._pumping:
+            return
+        self._pumping = True
+        self._spawn(self._pump())
+
+    async def _pump(self) -> None:
+        """Send the queued ``hydrate_room`` frames at the pace of :class:`HydrationPacer`."""
+        try:
+            while self.queue and self._live():
+                wait = self.pacer.wait()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                    continue
+                rid = self.queue.popleft()
+                if rid not in self.hydrated or rid in self.on_socket:
+                    continue
+                if len(self.on_socket) >= MAX_RETAINED_ROOMS:
+                    self.queue.appendleft(rid)
+                    if self.released:
+                        self._resubscribe()
+                    return
+                self.pacer.take()
+                self.on_socket.add(rid)
+                try:
+                    await self._send(rid)
+                except Exception as exc:  # socket went away; the next subscribe includes the room
+                    log.info("chatto realtime: hydrate_room for %s not sent: %s", rid, type(exc).__name__)
+                    return
+        finally:
+            self._pumping = False
 
 
 def backoff_delay(
@@ -356,6 +513,26 @@ async def _deliver_frame(
     return ok, caught, cursor
 
 
+def _decode_counted(data: bytes | str, stats: Counters) -> pb.RealtimeServerFrame | None:
+    """Count the frame; the decoded frame, or ``None`` (logged, counted) to skip it."""
+    stats["frames"] += 1
+    try:
+        frame = decode_server_frame(data)
+    except FrameDecodeError as exc:
+        stats["decode_errors"] += 1
+        log.warning("chatto realtime: skipping undecodable frame: %s", exc)
+        return None
+    if frame.WhichOneof("frame") is None:
+        stats["unknown_frames"] += 1
+        log.info("chatto realtime: skipping frame of unknown kind")
+        return None
+    return frame
+
+
+async def _awaited(aw: Awaitable[None]) -> None:
+    await aw
+
+
 #: The names ``RealtimeSession.stats`` starts with (all 0), in documentation order.
 _STAT_NAMES = (
     "connects",
@@ -376,6 +553,7 @@ _STAT_NAMES = (
     "hydrate_retries",
     "hydrate_refused",
     "cursor_drops",
+    "resubscribes",
 )
 
 
@@ -414,7 +592,8 @@ class RealtimeSession:
     ``reconnects``, ``frames``, ``decode_errors``, ``unknown_frames``, ``unknown_operations``,
     ``events``, ``handler_errors``, ``classify_errors``, ``stalls``, ``errors``, ``closes``,
     ``heartbeats``, ``pongs``, ``hydrate_sent``, ``hydrate_retries``, ``hydrate_refused``,
-    ``cursor_drops``).
+    ``cursor_drops``, ``resubscribes``). ``clock`` (monotonic seconds) paces hydrations
+    (:class:`HydrationPacer`).
 
     Logs at INFO what an operator needs to follow the connection: ``connected`` /
     ``reconnected`` when the stream is live, ``disconnected (<close code and reason, or the
@@ -439,6 +618,7 @@ class RealtimeSession:
         max_reconnect_delay: float = 60.0,
         bot_user_id: str = "",
         classifier: Classifier | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.url = realtime_url(base_url)
         self._token = token
@@ -464,7 +644,14 @@ class RealtimeSession:
         self._attempt = 0  # reconnect attempts since the stream was last live for a while
         self._stopping = False
         self._wake = asyncio.Event()
-        self._rooms = _RoomRetention(self.stats, self._send_hydrate)
+        self._rooms = _RoomRetention(self.stats, HydrationPacer(clock))
+        self._rooms.bind(
+            self._send_hydrate,
+            lambda: self.caught_up.is_set() and self.connected and not self._stopping,
+            self._request_resubscribe,
+            self._spawn,
+        )
+        self._resubscribing = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._pings: dict[str, asyncio.Future[None]] = {}
         self._rng = random.Random()
@@ -494,8 +681,13 @@ class RealtimeSession:
                 live_for, outcome = await self._run_once()
                 if self._stopping:
                     break
-                if live_for is not None and live_for >= self.reconnect_delay:
+                if self._resubscribing:
+                    self._resubscribing = False
+                    self.stats["resubscribes"] += 1
                     failures = 0
+                    continue
+                if live_for is not None and (live_for >= self.reconnect_delay or outcome.reason in _ORDERLY_CLOSES):
+                    failures = 0  # an orderly, server-requested reconnect of a live stream is no failure
                 failures += 1
                 delay = self._delay(failures, outcome.retry_after)
                 if outcome.opened:
@@ -524,22 +716,25 @@ class RealtimeSession:
                 pass
 
     async def hydrate_room(self, room_id: str) -> bool:
-        """Start retaining ``room_id`` (``hydrate_room``): the server answers with
-        ``room_upsert`` + ``room_timeline_replace``.
-
-        The room is also remembered for every later (re)subscribe. Already retained → no-op,
-        returns True. Refused (returns False, logged, ``stats["hydrate_refused"]``) when 64 rooms
-        are already retained or the id is empty / longer than 256 bytes. The non-fatal errors
-        ``room_hydration_in_progress`` / ``_rate_limited`` / ``_server_busy`` make the session
-        resend after ``retry_after_ms`` (at most 8 times); ``too_many_retained_rooms`` drops the
-        room; ``room_unavailable`` keeps it retained server-side (it materialises when access
-        arrives). Not connected → the room goes into the next ``subscribe_events``.
-        """
-        return await self._rooms.add(room_id, connected=self.connected and self._ws is not None)
+        """Start retaining ``room_id``: queue ``hydrate_room`` (sent once live, paced by
+        :class:`HydrationPacer`); the server answers ``room_upsert`` + ``room_timeline_replace``.
+        Remembered for every later (re)subscribe. Already retained → True. False (logged,
+        ``stats["hydrate_refused"]``) at 64 rooms or for an empty / > 256-byte id. Refusals:
+        ``room_hydration_in_progress`` / ``_rate_limited`` / ``_server_busy`` → queued again
+        after ``retry_after_ms`` (≤ 8 times per socket); ``too_many_retained_rooms`` drops it;
+        ``room_unavailable`` keeps it retained server-side (it materialises with access)."""
+        ok = self._rooms.add(room_id, connected=self.connected and self._ws is not None)
+        self._rooms.kick()
+        return ok
 
     def forget_room(self, room_id: str) -> None:
-        """Stop asking for ``room_id`` at the next subscribe (e.g. after ``room_remove``)."""
+        """Stop asking for ``room_id`` at the next subscribe."""
         self._rooms.forget(room_id)
+
+    def release_room(self, room_id: str) -> None:
+        """The bot lost ``room_id``: stop asking for it (a hydration that needs its slot
+        resubscribes, counted ``resubscribes``; see :meth:`_RoomRetention.release`)."""
+        self._rooms.release(room_id)
 
     @property
     def retained_room_ids(self) -> list[str]:
@@ -625,7 +820,7 @@ class RealtimeSession:
             self._ws = None
             self.connected = False
             self.caught_up.clear()
-            self._rooms.on_socket.clear()
+            self._rooms.new_socket()
             for fut in self._pings.values():
                 if not fut.done():
                     fut.set_exception(ChattoTransientError("realtime socket closed before pong", code="network"))
@@ -659,7 +854,7 @@ class RealtimeSession:
                     log.warning("chatto realtime: no frame for %.1fs after caught_up; reconnecting", self.stall_timeout)
                     raise _Reconnect("stalled")
                 raise _Reconnect(f"handshake timeout in phase {phase}")
-            frame = self._decode(data)
+            frame = _decode_counted(data, self.stats)
             if frame is None:
                 continue
             kind = frame.WhichOneof("frame")
@@ -681,21 +876,6 @@ class RealtimeSession:
                 self._on_live()
         return _Reconnect("stopping")
 
-    def _decode(self, data: bytes | str) -> pb.RealtimeServerFrame | None:
-        """Count the frame; the decoded frame, or ``None`` (logged, counted) to skip it."""
-        self.stats["frames"] += 1
-        try:
-            frame = decode_server_frame(data)
-        except FrameDecodeError as exc:
-            self.stats["decode_errors"] += 1
-            log.warning("chatto realtime: skipping undecodable frame: %s", exc)
-            return None
-        if frame.WhichOneof("frame") is None:
-            self.stats["unknown_frames"] += 1
-            log.info("chatto realtime: skipping frame of unknown kind")
-            return None
-        return frame
-
     async def _on_hello(self, ws: RealtimeSocket, h: pb.RealtimeServerHello) -> None:
         """Server ``hello``: check the protocol, then ``subscribe_events``."""
         if h.protocol_version != PROTOCOL_VERSION:
@@ -714,10 +894,11 @@ class RealtimeSession:
     async def _on_subscribed(self) -> None:
         self.connected = True
         self._set_state("catching_up")
-        await self._rooms.after_subscribed()
+        self._rooms.after_subscribed()
 
     def _on_live(self) -> None:
         self.caught_up.set()
+        self._rooms.kick()
         self._set_state("live")
         if self.stats["reconnects"]:
             log.info("chatto realtime: reconnected after %d attempt(s); live again", max(1, self._attempt))
@@ -732,7 +913,10 @@ class RealtimeSession:
         if kind == "close":
             self.stats["closes"] += 1
             outcome = _close_outcome(frame.close)  # raises for the fatal ones
-            if frame.close.code in _DROP_CURSOR_CODES:
+            if frame.close.code in _DROP_CURSOR_CODES or frame.close.code == "projection_reset_required":
+                # projection_reset_required: an RBAC fact; a resume across it is a reset anyway
+                # (realtime_replay.go), and a stale cursor draws from the metered bucket of 3
+                # per 20 s (realtime_catchup.go) where a cursorless one draws from 20 at 1/s
                 self._drop_cursor(frame.close.code)
             raise outcome
         if kind == "heartbeat":
@@ -788,7 +972,7 @@ class RealtimeSession:
             self._drop_cursor(code)
             raise _Reconnect(code, retry)
         if code in _RETRY_HYDRATE_CODES and room_id:
-            self._schedule_hydrate_retry(room_id, retry if retry is not None else self.reconnect_delay)
+            self._rooms.retry(room_id, retry if retry is not None else self.reconnect_delay, code)
             return
         if self._rooms.refused(code, room_id):
             return
@@ -811,21 +995,15 @@ class RealtimeSession:
         self.stats["hydrate_sent"] += 1
         await ws.send(encode_hydrate_room(room_id))
 
-    def _schedule_hydrate_retry(self, room_id: str, delay: float) -> None:
-        if self._rooms.next_attempt(room_id) is None:
+    def _request_resubscribe(self) -> None:
+        """Reconnect now with the resume cursor, so that released rooms free their slots."""
+        if self._resubscribing or (ws := self._ws) is None:
             return
-        generation = self._generation
+        self._resubscribing = True
+        log.info("chatto realtime: resubscribing to free %d slot(s) of rooms the bot lost", len(self._rooms.released))
+        self._spawn(ws.close())
 
-        async def retry() -> None:
-            await asyncio.sleep(max(0.0, delay))
-            if self._stopping or generation != self._generation or not self.connected:
-                return  # a new socket re-subscribes with the room anyway
-            self.stats["hydrate_retries"] += 1
-            try:
-                await self._send_hydrate(room_id)
-            except Exception as exc:  # socket went away; the next subscribe includes the room
-                log.info("chatto realtime: hydrate retry for %s not sent: %s", room_id, type(exc).__name__)
-
-        task = asyncio.get_running_loop().create_task(retry())
+    def _spawn(self, aw: Awaitable[None]) -> None:
+        task = asyncio.get_running_loop().create_task(_awaited(aw))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -12,6 +12,7 @@ import pytest
 
 from hermes_chatto.bounded import BoundedMap
 
+from support.host import bot_replies
 from support.waits import idle, wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -44,3 +45,149 @@ async def test_edit_of_a_trigger_the_classifier_forgot_still_replaces_the_turn(g
     await wait_for(lambda: len(gw.agent.calls) == 2, what="replacement turn")
     await idle(gw, timeout=15.0)
     assert "pong: what is 3+3?" in _dm_replies(gw) and "pong: what is 2+2?" not in _dm_replies(gw)
+
+
+# ----------------------------------------------------------------------------- item 6
+
+
+async def test_a_room_the_bot_loses_frees_its_slot_for_a_waiting_room(chatto_world, gateway):
+    """Removal and ban send ``room_upsert`` with ``is_member=false`` (plus an empty
+    ``room_timeline_replace``), archive sends ``room_remove``. The adapter used to keep a
+    removed room retained (``is_member = known or new``), leaking one of the 64 slots: a
+    65th room never became live."""
+    srv = chatto_world
+    ids = srv.world
+    extra = [srv.create_channel(f"c{i:02d}", [ids.alice_id, ids.bot_id]) for i in range(64)]
+    gw = await gateway()
+    ad = gw.adapter
+    rt = ad._realtime
+    waiting = extra[-1]  # general + 63 channels fill the 64 slots (the demo DM is empty: dormant)
+    assert len(ad.rooms.retained) == 64 and not ad.rooms.is_retained(waiting)
+    removed, archived = extra[0], extra[1]
+    srv.remove_member(removed, ids.bot_id, ban=True)
+    await wait_for(lambda: ad.rooms.is_covered(waiting), timeout=20, what="the waiting room took the freed slot")
+    assert not ad.rooms.is_retained(removed) and removed not in rt.retained_room_ids
+    assert waiting in rt.retained_room_ids and ad.stats["rooms_lost"] == 1
+    assert rt.stats["resubscribes"] == 1, "the server keeps a lost room retained until the next subscribe"
+    srv.archive_room(archived)
+    await wait_for(lambda: not ad.rooms.is_retained(archived), what="the archived room left the retained set")
+    # the freed slot goes to the next waiting room: none is left, so 63 rooms are retained
+    assert len(ad.rooms.retained) == 63
+    # the room that took the slot is live: a thread reply there reaches the bot
+    root = srv.post(ids.alice_id, waiting, "@helper_bot status?")
+    await wait_for(lambda: bot_replies(gw, waiting, root.event_id), what="the answer in the newly live room")
+    srv.reply(ids.alice_id, waiting, root.event_id, "and the follow-up")
+    await wait_for(lambda: len(bot_replies(gw, waiting, root.event_id)) == 2, what="the follow-up answered live")
+    assert not gw.agent.calls or all(c.source.chat_id != removed for c in gw.agent.calls)
+
+
+# ----------------------------------------------------------------------------- item 2
+
+
+async def test_empty_dms_are_not_hydrated_until_their_first_message(chatto_world, gateway):
+    """The snapshot lists empty DMs, ListRooms does not: the adapter hydrated each one after
+    connect, spending the server's hydration admission (20, then 1 per second)."""
+    srv = chatto_world
+    people = [srv.create_user(f"p{i:02d}", f"P{i}").id for i in range(25)]
+    dms = [srv.open_dm(p, srv.world.bot_id) for p in people]
+    gw = await gateway()
+    ad = gw.adapter
+    bot = srv.world.bot_id
+    await idle(gw, timeout=15.0)
+    assert [r for u, r in srv.hydrations if u == bot] == [] and set(dms) <= ad.rooms.dormant
+    srv.post(people[3], dms[3], "hi there")
+    await wait_for(lambda: _replies_in(gw, dms[3]), what="the answer in the DM")
+    await wait_for(lambda: ad.rooms.is_covered(dms[3]), what="the DM is retained after its first message")
+    assert [r for u, r in srv.hydrations if u == bot] == [dms[3]]
+    srv.post(people[3], dms[3], "second")
+    await wait_for(lambda: len(_replies_in(gw, dms[3])) == 2, what="the second answer")
+
+
+def _replies_in(gw, room: str) -> list[str]:
+    bot = gw.ids["bot"]
+    return [m.body or "" for m in gw.world.room_messages(room) if m.author_id == bot]
+
+
+async def test_a_bot_added_to_100_rooms_fills_all_64_slots_without_exhausting_retries(chatto_world, gateway):
+    """Hydration admission is a burst of 20, then one per second per user; the client gave
+    up after 8 retries, so about 28 of the rooms added at once were retained and the rest
+    only until the next reconnect. Hydrations are now paced to the admission rate. (The
+    local server's intervals are scaled down ten-fold, its 1 s retry floor too, so the
+    ratios stay those of Chatto.)"""
+    srv = chatto_world
+    srv.admission.hydration_interval_s = 0.1
+    srv.admission.min_retry_s = 0.1
+    gw = await gateway()
+    ad = gw.adapter
+    rt = ad._realtime
+    pacer = getattr(rt._rooms, "pacer", None)  # the client's pacer, scaled like the server
+    if pacer is not None:
+        pacer.interval = 0.105
+    at_start = len(rt.retained_room_ids)
+    rooms = [srv.create_channel(f"r{i:03d}", [srv.world.alice_id, srv.world.bot_id]) for i in range(100)]
+    await wait_for(lambda: len(rt.retained_room_ids) == 64 and not ad.rooms.hydrating, timeout=60, what="64 slots")
+    assert len(ad.rooms.retained) == 64 and set(ad.rooms.covered()) == set(ad.rooms.retained)
+    assert rt.stats["hydrate_sent"] - rt.stats["hydrate_retries"] == 64 - at_start
+    assert rt.stats["hydrate_retries"] <= 8, "paced: refusals are rare, never a retry budget spent"
+    assert sum(1 for u, _ in srv.hydrations if u == srv.world.bot_id) == 64 - at_start
+    # a room past the cap is still answered (room_activity), a retained one streams replies
+    last = rooms[-1]
+    assert not ad.rooms.is_retained(last)
+    m = srv.post(srv.world.alice_id, last, "@helper_bot are you there?")
+    await wait_for(lambda: bot_replies(gw, last, m.event_id), what="answer in an unretained room")
+
+
+# ----------------------------------------------------------------------------- item 3
+
+
+def _refusals(srv, user: str) -> list[str]:
+    return [code for u, code in srv.admission.refusals if u == user]
+
+
+async def test_permission_changes_in_a_row_do_not_lock_the_bot_out(chatto_world, gateway):
+    """Every RBAC fact closes every socket with ``projection_reset_required``. Resuming with
+    the stale cursor drew from the metered catch-up bucket (3, one per 20 s): the fourth
+    permission change in a row left the bot deaf for 20 s (``catch_up_rate_limited``)."""
+    srv = chatto_world
+    gw = await gateway()
+    ids = gw.ids
+    bot = ids["bot"]
+    for i in range(5):
+        before = sum(1 for c in srv.catchups if c.user_id == bot)
+        if i % 2 == 0:
+            srv.grant(ids["general"], bot, "message.react")
+        else:
+            srv.revoke(ids["general"], bot, "room.ban-member")
+        await wait_for(
+            lambda b=before: (
+                sum(1 for c in srv.catchups if c.user_id == bot) > b and gw.adapter._realtime.caught_up.is_set()
+            ),
+            timeout=15,
+            what=f"caught up again after permission change {i + 1}",
+        )
+    assert _refusals(srv, bot) == []
+    m = srv.post(ids["alice"], ids["general"], "@helper_bot still there?")
+    await wait_for(lambda: bot_replies(gw, ids["general"], m.event_id), what="the answer after the changes")
+
+
+async def test_refused_catch_ups_back_off_per_the_servers_answer_and_recover(chatto_world, gateway):
+    """``catch_up_in_progress`` (another catch-up of the bot runs) closes the socket with
+    ``retry_after_ms`` = 1000: the session waits that long between attempts (no spin) and
+    recovers as soon as it is admitted; nothing posted meanwhile is lost."""
+    srv = chatto_world
+    gw = await gateway()
+    ids = gw.ids
+    bot = ids["bot"]
+    rt = gw.adapter._realtime
+    srv.admission.hold(bot)
+    srv.drop_sockets(bot)
+    await wait_for(lambda: len(_refusals(srv, bot)) >= 2, timeout=15, what="two refused catch-ups")
+    m = srv.post(ids["alice"], ids["dm"], "are you back?")
+    srv.admission.hold(bot, False)
+    await wait_for(lambda: rt.caught_up.is_set(), timeout=15, what="admitted and live again")
+    await wait_for(
+        lambda: _dm_replies(gw) == ["pong: are you back?"], what="the answer to the message posted meanwhile"
+    )
+    refused = _refusals(srv, bot)
+    assert set(refused) == {"catch_up_in_progress"} and len(refused) < 10, refused  # ~1 per second, no spin
+    assert rt.state == "live" and m.event_id in gw.adapter.conn.seen

@@ -52,3 +52,153 @@ async def test_replayed_edit_of_a_message_from_before_the_cursor_is_one_upsert_w
     assert msg.id == m.event_id and msg.HasField("updated_at") and msg.body == "second text"
     (ev, _cursor) = Classifier(bot_user_id=w.bot_id).classify(frame_of(edit))
     assert isinstance(ev, MessageEdited) and ev.message.body == "second text"
+
+
+# ----------------------------------------------------------------------------- item 6
+
+
+async def test_removal_and_ban_send_room_upsert_not_member_and_an_empty_timeline_replace(srv):
+    """realtime_projection.go, ``case *corev1.Event_RoomMemberRemoved`` / ``_RoomMemberBanned``:
+    ``appendRoom`` (``room_upsert``, or ``room_remove`` when the room is no longer visible)
+    then, for the removed viewer on a socket that retains the room,
+    ``appendRoomTimelineClear`` (a ``room_timeline_replace`` with an empty page). The socket
+    keeps the room retained (realtime.go has no "unretain")."""
+    w = srv.world
+    other = srv.create_channel("other", [w.alice_id, w.bot_id])
+    srv.revoke(other, w.bot_id, "room.list")  # once removed, "other" is invisible to the bot
+    assert "room.list" in srv.state.effective(w.bot_id, srv.state.rooms[w.general_id])
+    async with rt(srv) as sock:
+        await sock.handshake(retained=[w.general_id, other])
+        srv.remove_member(w.general_id, w.bot_id)
+        ev = await sock.next_projection()
+        assert op_names(ev) == ["room_upsert", "room_timeline_replace"]
+        assert ev.operations[0].room_upsert.room.viewer_state.is_member is False
+        rep = ev.operations[1].room_timeline_replace
+        assert rep.room_id == w.general_id and len(rep.page.events) == 0
+        srv.remove_member(other, w.bot_id, ban=True)  # not listable: the room disappears
+        ev = await sock.next_projection()
+        assert op_names(ev) == ["room_remove", "room_timeline_replace"]
+        assert srv.connections(w.bot_id)[0]["retained"] == [w.general_id, other]
+    with pytest.raises(Exception, match="banned"):
+        srv.state.join_room(w.bot_id, other)
+
+
+async def test_archive_sends_room_remove(srv):
+    """realtime_projection.go, ``case *corev1.Event_RoomArchived``: ``room_remove``."""
+    w = srv.world
+    async with rt(srv) as sock:
+        await sock.handshake(retained=[w.general_id])
+        srv.archive_room(w.general_id)
+        ev = await sock.next_projection()
+        assert op_names(ev) == ["room_remove"] and ev.operations[0].room_remove.room_id == w.general_id
+
+
+# ----------------------------------------------------------------------------- item 2
+
+
+async def test_hydration_admission_is_a_burst_of_20_then_one_per_second(srv):
+    """realtime_catchup.go ``acquireHydration``: per user a bucket of
+    ``realtimeHydrationRateBurst`` = 20 refilled every ``realtimeHydrationRefillInterval`` =
+    1 s; empty → non-fatal ``room_hydration_rate_limited`` with ``room_id`` and
+    ``retry_after_ms`` ≥ 1000, and the room is not retained (realtime.go writeRoomError)."""
+    w = srv.world
+    rooms = [srv.create_channel(f"h{i:02d}", [w.alice_id, w.bot_id]) for i in range(22)]
+    async with rt(srv) as sock:
+        await sock.handshake()
+        for r in rooms:
+            await sock.send(pb.RealtimeClientFrame(hydrate_room=pb.RealtimeHydrateRoom(room_id=r)))
+        frames = await sock.barrier()
+        replaced = [f for f in frames if f.WhichOneof("frame") == "projection_event"]
+        errors = [f.error for f in frames if f.WhichOneof("frame") == "error"]
+        assert len(replaced) == 20 and [e.code for e in errors] == ["room_hydration_rate_limited"] * 2
+        assert all(not e.fatal and e.retry_after_ms >= 1000 and e.room_id in rooms[20:] for e in errors)
+        assert set(srv.connections(w.bot_id)[0]["retained"]) == set(rooms[:20])
+        srv.advance_clock(1.0)
+        await sock.send(pb.RealtimeClientFrame(hydrate_room=pb.RealtimeHydrateRoom(room_id=rooms[20])))
+        assert [f.WhichOneof("frame") for f in await sock.barrier()] == ["projection_event"]
+
+
+async def test_hydration_while_another_catch_up_runs_is_in_progress(srv):
+    """realtime_catchup.go: ``room_hydration_in_progress`` (retry 1 s) while a catch-up or
+    another hydration of the same user runs (``Admission.hold`` stands for another socket's
+    catch-up: the local server's own finish in one step)."""
+    w = srv.world
+    room = srv.create_channel("busy", [w.alice_id, w.bot_id])
+    async with rt(srv) as sock:
+        await sock.handshake()
+        srv.admission.hold(w.bot_id)
+        await sock.send(pb.RealtimeClientFrame(hydrate_room=pb.RealtimeHydrateRoom(room_id=room)))
+        (f,) = await sock.barrier()
+        assert (f.error.code, f.error.retry_after_ms, f.error.room_id) == ("room_hydration_in_progress", 1000, room)
+        srv.admission.hold(w.bot_id, False)
+
+
+async def test_list_rooms_omits_empty_dms_the_snapshot_lists():
+    """connectapi/room_directory.go ListRooms (no ``IncludeEmptyDMs``) vs the reset snapshot
+    (connectapi/realtime_projection.go: ``IncludeEmptyDMs: true``)."""
+    from hermes_chatto.testing.rawclient import RawRpc
+
+    async with LocalChatto.demo() as s:
+        w = s.world
+        carol = s.create_user("carol").id
+        dm = s.open_dm(carol, w.bot_id)
+        rooms = RawRpc(s.base_url, w.bot_key).ok("chatto.api.v1.RoomDirectoryService/ListRooms", {})["rooms"]
+        assert dm not in [r["room"]["id"] for r in rooms]
+        async with rt(s) as sock:
+            hs = await sock.handshake()
+        ups = [e.operations[0].room_upsert for e in hs.catchup if op_names(e) == ["room_upsert"]]
+        assert dm in [u.room.room.id for u in ups]
+
+
+# ----------------------------------------------------------------------------- item 3
+
+
+async def test_catch_up_admission_stale_cursor_burst_3_per_20s_cursorless_20_at_1s(srv):
+    """realtime_catchup.go ``acquire``: a resume with a cursor that is not at the current
+    boundary is metered (``realtimeCatchUpRateBurst`` = 3, one per
+    ``realtimeCatchUpRateRefillInterval`` = 20 s); cursorless or at-boundary catch-ups draw
+    from the general bucket (20, one per second). Refused → realtime.go writes
+    ``close{code, reconnect=true, retry_after_ms}`` and WS close 1013, before ``subscribed``."""
+    w = srv.world
+    async with rt(srv) as sock:
+        stale = (await sock.handshake()).caught_up.cursor
+    for _ in range(3):
+        srv.post(w.alice_id, w.general_id, "moves the boundary")
+        async with rt(srv) as sock:
+            hs = await sock.handshake(resume_cursor=stale)
+            assert hs.subscribed.start_cursor == stale
+    async with rt(srv) as sock:
+        await sock.send_hello()
+        await sock.recv_kind("hello", skip=())
+        await sock.send_subscribe(stale)
+        frames, code = await sock.wait_closed()
+    (close,) = [f.close for f in frames]
+    assert (close.code, close.reconnect, code) == ("catch_up_rate_limited", True, 1013)
+    assert 19_000 <= close.retry_after_ms <= 20_000
+    async with rt(srv) as sock:  # cursorless: the general bucket still has tokens
+        await sock.handshake()
+    srv.advance_clock(20.0)
+    async with rt(srv) as sock:
+        await sock.handshake(resume_cursor=stale)
+
+
+async def test_one_catch_up_per_user_and_rbac_closes_every_socket(srv):
+    """realtime_catchup.go: ``catch_up_in_progress`` (retry 1 s) while another catch-up of
+    the user runs; realtime_projection.go: any RBAC fact closes every socket with
+    ``projection_reset_required`` (reconnect allowed)."""
+    w = srv.world
+    srv.admission.hold(w.bot_id)
+    async with rt(srv) as sock:
+        await sock.send_hello()
+        await sock.recv_kind("hello", skip=())
+        await sock.send_subscribe()
+        frames, code = await sock.wait_closed()
+    assert [(f.close.code, f.close.retry_after_ms) for f in frames] == [("catch_up_in_progress", 1000)] and code == 1013
+    srv.admission.hold(w.bot_id, False)
+    async with rt(srv) as a, rt(srv, token=srv.world.alice_token) as b:
+        await a.handshake()
+        await b.handshake()
+        srv.grant(w.general_id, w.bot_id, "message.react")
+        for sock in (a, b):
+            frames, _ = await sock.wait_closed()
+            assert [f.close.code for f in frames if f.WhichOneof("frame") == "close"] == ["projection_reset_required"]

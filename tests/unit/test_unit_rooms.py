@@ -41,7 +41,7 @@ def test_retained_set_is_capped_and_hydration_tracked():
         ]
     )
     assert len(d.retained) == MAX_RETAINED_ROOMS
-    new = ChattoRoom(id="Rnew", kind="dm", is_member=True)
+    new = ChattoRoom(id="Rnew", kind="channel", name="new", is_member=True)
     assert asyncio.run(d.updated(new, False)) is False  # full: stays out
     d.remove(d.retained[0])
     assert asyncio.run(d.updated(new, False)) is True and d.is_retained("Rnew")

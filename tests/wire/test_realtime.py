@@ -298,7 +298,6 @@ RECONNECT_CLOSES = [
     ("stream_closed", 20),
     ("projection_mapping_failed", 0),
     ("room_hydration_failed", 0),
-    ("projection_reset_required", 0),
 ]
 
 
@@ -318,6 +317,30 @@ async def test_close_with_reconnect_keeps_cursor_and_reconnects(code, retry_ms):
         cl = Client(srv).start()
         await until(lambda: len(srv.conns) == 2 and hasattr(srv.conns[1], "sub"), what=f"reconnect after {code}")
         assert srv.conns[1].sub.subscribe_events.resume_cursor == "C1"
+        await cl.stop()
+
+
+async def test_projection_reset_required_reconnects_at_once_without_the_stale_cursor():
+    """Any RBAC fact closes every socket with ``projection_reset_required``; a resume across
+    it is a reset anyway (Chatto's core/realtime_replay.go) and a stale cursor would draw
+    from the metered catch-up bucket of 3 per 20 s (realtime_catchup.go): reconnect
+    cursorless (the general bucket, 20 at 1/s)."""
+
+    async def closing(c: Conn):
+        await c.handshake()
+        await c.send(f_caught_up("C1"))
+        await c.send(f_close("projection_reset_required", reconnect=True))
+
+    async def calm(c: Conn):
+        _, sub = await c.handshake()
+        c.sub = sub
+        await c.idle()
+
+    async with FakeChatto(closing, calm) as srv:
+        cl = Client(srv).start()
+        await until(lambda: len(srv.conns) == 2 and hasattr(srv.conns[1], "sub"), what="reconnect")
+        assert not srv.conns[1].sub.subscribe_events.HasField("resume_cursor")
+        assert cl.session.stats["cursor_drops"] == 1
         await cl.stop()
 
 
