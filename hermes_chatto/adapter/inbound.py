@@ -9,6 +9,7 @@ becomes ``host.build_source(...)`` (always — it stamps the routed profile) →
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +22,7 @@ from ..wire.types import MAX_RETAINED_ROOMS, ChattoMessage, ChattoRoom, ThreadKe
 from .boundary import ErrorBoundary
 from .conn import Conn
 from .edits import EditReplacement
+from .followed import FollowedReplies
 from .gap import GapRecovery
 from .rooms import RoomDirectory
 from .threads import ThreadIndex
@@ -70,6 +72,8 @@ class Inbound:
         # Running hydrate_room calls: the event loop keeps only a weak reference to a task,
         # so one nobody holds could be garbage-collected before it finishes.
         self._hydrations: set[asyncio.Task[None]] = set()
+        #: replies in followed threads of rooms the socket does not stream
+        self.followed = FollowedReplies(conn, rooms, self.on_new_message)
 
     async def on_event(self, ev: Any) -> None:
         """Dispatch one typed realtime event (never raises: a bad event must not kill the socket)."""
@@ -96,6 +100,11 @@ class Inbound:
             gap.realtime_gap(None)
         elif isinstance(ev, E.CaughtUp):
             gap.caught_up()
+            self.followed.caught_up(time.time())
+        elif isinstance(ev, E.FollowedThreadsChanged):
+            await self.followed.on_threads(ev)
+        elif isinstance(ev, E.NotificationsReplaced):
+            await self.followed.on_notices(ev)
         elif isinstance(ev, E.ViewerUpdated):
             if ev.user.id:
                 self._conn.bot_user_id = ev.user.id

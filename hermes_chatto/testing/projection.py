@@ -209,11 +209,13 @@ def project(state: ChattoState, fact: Fact, viewer: str, retained) -> list | Non
         root = _carried(fact.root, fact, "root")
         thread = root.thread
         following = thread is not None and viewer in thread.followers
-        tail = (
-            [_thread_states([(room.id, root.rec.id, viewer in thread.unread)])]
-            if thread is not None and following
-            else []
-        )
+        # realtime_projection.go (message_posted in_thread, viewer follows): the viewer's
+        # full followed-thread list, the affected thread unread unless the viewer wrote it
+        tail = []
+        if thread is not None and following:
+            entries = [e for e in followed_threads(state, viewer) if e[1] != root.rec.id]
+            entries.append((room.id, root.rec.id, fact.actor_id != viewer))
+            tail = [_thread_states(entries)]
         if kept:
             return [
                 _vs_replace(state, room, viewer, False),
@@ -267,6 +269,31 @@ def visible_rooms(state: ChattoState, viewer: str) -> list[RoomRec]:
     return [r for r in state.rooms.values() if state.can_see(viewer, r)]
 
 
+def notifications_replace(state: ChattoState, viewer: str) -> pb.RealtimeProjectionNotificationOccurrencesReplace:
+    """The viewer's notification occurrences, newest first (at most 50), and the unread count
+    (``BuildRealtimeProjectionNotifications``; Notifications 2.0)."""
+    notes = state.notifications.get(viewer, [])
+    out = pb.RealtimeProjectionNotificationOccurrencesReplace()
+    page = out.occurrences
+    page.unread_count = sum(1 for n in notes if n.unread)
+    for n in reversed(notes[-50:]):
+        occ = page.occurrences.add(id=n.id, unread=n.unread)
+        occ.created_at.CopyFrom(R.ts(n.created_ns))
+        actor = state.users.get(n.actor_id)
+        if actor is not None:
+            occ.actor.CopyFrom(R.user_pb(actor))
+        ref = getattr(occ.signal, n.kind).message
+        room = state.rooms.get(n.room_id)
+        ref.room.id = n.room_id
+        if room is not None:
+            ref.room.kind = pb.ROOM_KIND_DM if room.is_dm else pb.ROOM_KIND_CHANNEL
+            ref.room.name = room.name
+        ref.event_id = n.event_id
+        if n.thread_root_event_id:
+            ref.thread_root_event_id = n.thread_root_event_id
+    return out
+
+
 def followed_threads(state: ChattoState, viewer: str):
     for m in state.messages.values():
         if m.has_thread and viewer in m.followers:
@@ -283,7 +310,7 @@ def reconciliation(state: ChattoState, viewer: str, *, replay: bool) -> pb.Realt
             if viewer in room.members:
                 ops.append(_vs_replace(state, room, viewer, viewer in room.unread))
     ops.append(_thread_states(list(followed_threads(state, viewer))))
-    ops.append(Op(notification_occurrences_replace=pb.RealtimeProjectionOpaque()))
+    ops.append(Op(notification_occurrences_replace=notifications_replace(state, viewer)))
     ops.append(Op(presences_replace=pb.RealtimeProjectionOpaque()))
     return synthetic_event(state, ops)
 
@@ -306,7 +333,7 @@ def reset_frames(state: ChattoState, viewer: str, retained: list[str]) -> list[p
     for room in visible_rooms(state, viewer):
         out.append(synthetic_event(state, [room_upsert(state, room, viewer, with_members=room.id in keep)]))
     out.append(synthetic_event(state, [Op(room_groups_replace=pb.RealtimeProjectionOpaque())]))
-    out.append(synthetic_event(state, [Op(notification_occurrences_replace=pb.RealtimeProjectionOpaque())]))
+    out.append(synthetic_event(state, [Op(notification_occurrences_replace=notifications_replace(state, viewer))]))
     out.append(synthetic_event(state, [Op(active_calls_replace=pb.RealtimeProjectionOpaque())]))
     for rid in retained:
         kept_room = state.rooms.get(rid)

@@ -194,6 +194,9 @@ class Hub:
                 conn.close(close_frame("projection_reset_required", "authorization changed", reconnect=True), 1000)
 
     def _transient(self, kind: str, payload: dict) -> None:
+        if kind == "notifications":
+            self._notifications(payload["user_id"])
+            return
         if kind != "typing":
             return
         env = pb.RealtimeEventEnvelope(
@@ -207,6 +210,19 @@ class Hub:
         data = pb.RealtimeServerFrame(event=env).SerializeToString()
         for conn in list(self.conns):
             if conn.live and conn.protocol == 2 and conn.user_id in payload["audience"]:
+                conn.send(data)
+
+    def _notifications(self, user_id: str) -> None:
+        """Live ``notification_occurrences_replace`` (NotificationOccurrencesInvalidated:
+        a live event, no resume cursor) to every live socket of ``user_id``."""
+        state = self.server.state
+        with state.lock:
+            ev = P.synthetic_event(
+                state, [P.Op(notification_occurrences_replace=P.notifications_replace(state, user_id))]
+            )
+        data = ev.SerializeToString()
+        for conn in list(self.conns):
+            if conn.live and conn.protocol == 2 and conn.user_id == user_id:
                 conn.send(data)
 
     # fault / driver entry points (any thread)
@@ -385,9 +401,8 @@ async def _session(server: LocalChatto, conn: Conn) -> asyncio.Task | None:
     cursor = sub.resume_cursor if sub.HasField("resume_cursor") else None
     # admission (realtime.go: after subscribe_events, before subscribed; realtime_catchup.go):
     # a cursor that is not at the current boundary is a metered stale-cursor replay
-    refused = server.admission.acquire_catchup(
-        user_id, metered=bool(cursor) and not _at_boundary(state, cursor, user_id)
-    )
+    metered = cursor is not None and cursor != "" and not _at_boundary(state, cursor, user_id)
+    refused = server.admission.acquire_catchup(user_id, metered=metered)
     if refused is not None:
         conn.close(
             close_frame(

@@ -241,6 +241,25 @@ class MsgRec:
         return not self.thread_root_event_id and not self.echo_of_event_id
 
 
+@dataclass
+class NoticeRec:
+    """One notification occurrence (Notifications 2.0, proto/chatto/api/v1/notifications.proto):
+    ``kind`` is the ``NotificationSignal`` oneof name (``direct_mention_received``)."""
+
+    id: str
+    created_ns: int
+    actor_id: str
+    kind: str
+    room_id: str
+    event_id: str
+    thread_root_event_id: str = ""
+    unread: bool = True
+
+
+#: ``@login`` mentions in a body (Chatto's mention rule, simplified to login tokens).
+MENTION_RE = re.compile(r"(?<![\w@])@([A-Za-z0-9_-]+)")
+
+
 @dataclass(frozen=True)
 class ThreadView:
     reply_count: int
@@ -299,6 +318,8 @@ class ChattoState:
         self.rooms: dict[str, RoomRec] = {}
         self.rows: dict[str, RowRec] = {}
         self.messages: dict[str, MsgRec] = {}
+        #: user id → notification occurrences, oldest first (not persisted)
+        self.notifications: dict[str, list[NoticeRec]] = {}
         self.seq = 0
         self.facts: list[Fact] = []
         self.log_base_seq = 0  # facts with seq <= base are not in the log (e.g. loaded from disk)
@@ -813,6 +834,9 @@ class ChattoState:
                     root.t_participants.append(actor)
                 if actor not in root.followers:
                     root.followers.append(actor)
+                for uid in self._mentioned(room, body, actor):  # THREAD_FOLLOW_SOURCE_DIRECT_MENTION
+                    if uid not in root.followers:
+                        root.followers.append(uid)
                 root.thread_unread |= set(root.followers) - {actor}
                 root.thread_unread.discard(actor)
                 room.unread.discard(actor)
@@ -866,7 +890,32 @@ class ChattoState:
                 else:
                     f.msg = self.view(self.messages[f.id])
             self._emit(facts)
+            self._notify_mentions(room, msg, actor)
             return msg
+
+    def _mentioned(self, room: RoomRec, body: str, actor: str) -> list[str]:
+        """Members of ``room`` other than ``actor`` that ``body`` mentions by ``@login``."""
+        logins = {m.lower() for m in MENTION_RE.findall(body or "")}
+        return [u for u in room.members if u != actor and u in self.users and self.users[u].login.lower() in logins]
+
+    def _notify_mentions(self, room: RoomRec, msg: MsgRec, actor: str) -> None:
+        """A ``direct_mention_received`` occurrence per mentioned member, then a live
+        ``notification_occurrences_replace`` to that member's sockets (Chatto's
+        ``NotificationOccurrencesInvalidated`` live event: not durable, never replayed)."""
+        for uid in self._mentioned(room, msg.body or "", actor):
+            self.notifications.setdefault(uid, []).append(
+                NoticeRec(
+                    id=new_id("N"),
+                    created_ns=msg.created_ns,
+                    actor_id=actor,
+                    kind="direct_mention_received",
+                    room_id=room.id,
+                    event_id=msg.id,
+                    thread_root_event_id=msg.thread_root_event_id,
+                )
+            )
+            for cb in list(self.transient_listeners):
+                cb("notifications", {"user_id": uid})
 
     def update_message(self, actor: str, room_id: str, event_id: str, body: str | None) -> MsgRec:
         """``MessageService.UpdateMessage``: author within 3 h, others need

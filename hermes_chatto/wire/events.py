@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .types import ChattoMessage, ChattoRoom, ChattoUser
+from .types import ChattoMessage, ChattoRoom, ChattoUser, ThreadKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +157,48 @@ class Ignored:
     detail: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class FollowedThreadsChanged:
+    """``thread_viewer_states_replace``: the viewer's followed threads (Chatto sends the
+    full list, ``threads`` = ``(thread, has_unread)`` of each followed one).
+
+    ``room_id`` is set when the projection event is a fact of exactly one room that carries
+    no ``room_activity`` and no timeline row of that room: a reply posted in a followed
+    thread of a room the socket does not retain (realtime_projection.go, message_posted
+    ``in_thread``: ``room_upsert`` + ``room_viewer_state_replace`` + this). ``projection_id``
+    is then the reply's event id (verify with ``GetMessage``). ``""`` otherwise (the
+    reconciliation list, follow changes, replies the socket streams)."""
+
+    threads: tuple[tuple[ThreadKey, bool], ...]
+    projection_id: str
+    actor_id: str = ""
+    room_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageNotice:
+    """One notification occurrence that points at a message (``NotificationSignal`` kinds
+    ``direct_mention_received``, ``reply_received``, ``followed_thread_activity``, …;
+    ``kind`` is the oneof name). ``created_at`` epoch seconds or ``None``."""
+
+    kind: str
+    room_id: str
+    event_id: str
+    thread_root_event_id: str
+    actor_id: str
+    unread: bool
+    created_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class NotificationsReplaced:
+    """``notification_occurrences_replace``: the viewer's current occurrence page (newest
+    first), the message-bound ones as :class:`MessageNotice`."""
+
+    notices: tuple[MessageNotice, ...]
+    projection_id: str = ""
+
+
 RealtimeEvent = (
     NewMessage
     | MessageEdited
@@ -172,5 +214,7 @@ RealtimeEvent = (
     | ProjectionReset
     | CaughtUp
     | CursorAdvanced
+    | FollowedThreadsChanged
+    | NotificationsReplaced
     | Ignored
 )

@@ -24,10 +24,13 @@ from .errors import ChattoError
 from .events import (
     CaughtUp,
     CursorAdvanced,
+    FollowedThreadsChanged,
     Ignored,
     MessageDeleted,
     MessageEdited,
+    MessageNotice,
     NewMessage,
+    NotificationsReplaced,
     ProjectionReset,
     ReactionChanged,
     RealtimeEvent,
@@ -40,7 +43,16 @@ from .events import (
     ViewerUpdated,
 )
 from .proto import chatto_pb2 as pb
-from .types import MAX_RETAINED_ROOMS, BotToken, ChattoMessage, ChattoRoom, ChattoUser, room_from_pb, secret_text
+from .types import (
+    MAX_RETAINED_ROOMS,
+    BotToken,
+    ChattoMessage,
+    ChattoRoom,
+    ChattoUser,
+    ThreadKey,
+    room_from_pb,
+    secret_text,
+)
 
 if TYPE_CHECKING:
     from google.protobuf.timestamp_pb2 import Timestamp
@@ -329,7 +341,9 @@ class Classifier:
     :class:`RoomActivity`; ``room_timeline_replace`` → :class:`TimelineReplaced` (message rows
     as history; they become known); ``viewer_upsert`` → :class:`ViewerUpdated`;
     ``user_upsert`` → :class:`UserUpdated`; ``reset`` → :class:`ProjectionReset`;
-    ``room_timeline_event_remove`` → ``Ignored("row_removed")``.
+    ``room_timeline_event_remove`` → ``Ignored("row_removed")``;
+    ``thread_viewer_states_replace`` → :class:`FollowedThreadsChanged`;
+    ``notification_occurrences_replace`` → :class:`NotificationsReplaced`.
     Frames: ``caught_up`` → ``[CaughtUp]``; envelope ``user_typing`` → ``[Typing]``; every
     other frame kind (hello, subscribed, heartbeat, pong, error, close, presence,
     session_terminated) → ``[]`` (the session handles them).
@@ -356,6 +370,8 @@ class Classifier:
             "user_upsert": self._user_upsert,
             "reset": self._reset,
             "room_timeline_event_remove": self._row_remove,
+            "thread_viewer_states_replace": self._thread_states,
+            "notification_occurrences_replace": self._notifications,
         }
 
     # -- known-event memory ---------------------------------------------------------
@@ -607,3 +623,58 @@ class Classifier:
         ctx: _OpContext,
     ) -> RealtimeEvent:
         return Ignored("row_removed", detail=op.room_timeline_event_remove.event_id)
+
+    def _thread_states(
+        self,
+        op: pb.RealtimeProjectionOperation,
+        pe: pb.RealtimeProjectionEvent,
+        pid: str,
+        cursor: str | None,
+        ctx: _OpContext,
+    ) -> RealtimeEvent:
+        threads = tuple(
+            (ThreadKey(st.room_id, st.thread_root_event_id), st.viewer_state.has_unread)
+            for st in op.thread_viewer_states_replace.states
+            if st.viewer_state.is_following or not st.viewer_state.HasField("is_following")
+        )
+        return FollowedThreadsChanged(threads, pid, pe.actor_id, _lone_unretained_room(pe))
+
+    def _notifications(
+        self,
+        op: pb.RealtimeProjectionOperation,
+        pe: pb.RealtimeProjectionEvent,
+        pid: str,
+        cursor: str | None,
+        ctx: _OpContext,
+    ) -> RealtimeEvent:
+        notices = []
+        for occ in op.notification_occurrences_replace.occurrences.occurrences:
+            kind = occ.signal.WhichOneof("kind")
+            if kind is None:
+                continue
+            ref = getattr(occ.signal, kind).message
+            if not ref.event_id:
+                continue
+            created = _ts(occ.created_at) if occ.HasField("created_at") else None
+            root = ref.thread_root_event_id
+            notices.append(MessageNotice(kind, ref.room.id, ref.event_id, root, occ.actor.id, occ.unread, created))
+        return NotificationsReplaced(tuple(notices), pid)
+
+
+def _lone_unretained_room(pe: pb.RealtimeProjectionEvent) -> str:
+    """The room of a projection event whose operations name exactly one room through
+    ``room_upsert`` / ``room_viewer_state_replace`` and carry no ``room_activity`` (a root)
+    and no timeline row (a retained room); else ``""``. Only events with an actor count
+    (catch-up reconciliation events have none)."""
+    if not pe.actor_id:
+        return ""
+    rooms: set[str] = set()
+    for op in pe.operations:
+        name = op.WhichOneof("operation")
+        if name == "room_upsert":
+            rooms.add(op.room_upsert.room.room.id)
+        elif name == "room_viewer_state_replace":
+            rooms.add(op.room_viewer_state_replace.room_id)
+        elif name in ("room_activity", "room_timeline_event_upsert", "room_timeline_replace"):
+            return ""
+    return rooms.pop() if len(rooms) == 1 else ""

@@ -191,3 +191,53 @@ async def test_refused_catch_ups_back_off_per_the_servers_answer_and_recover(cha
     refused = _refusals(srv, bot)
     assert set(refused) == {"catch_up_in_progress"} and len(refused) < 10, refused  # ~1 per second, no spin
     assert rt.state == "live" and m.event_id in gw.adapter.conn.seen
+
+
+# ----------------------------------------------------------------------------- item 1
+
+
+async def _bot_in_65_rooms(srv, gateway):
+    """general + 64 channels: 64 retained, the last channel is not (returned)."""
+    ids = srv.world
+    extra = [srv.create_channel(f"c{i:02d}", [ids.alice_id, ids.bot_id]) for i in range(64)]
+    gw = await gateway()
+    unretained = extra[-1]
+    assert not gw.adapter.rooms.is_retained(unretained)
+    return gw, unretained
+
+
+async def test_a_follow_up_in_a_thread_of_an_unretained_room_is_answered(chatto_world, gateway):
+    """Chatto sends no ``room_activity`` for thread replies; in a room the socket does not
+    retain, a reply in a thread the bot follows arrives only as
+    ``thread_viewer_states_replace``. The follow-up used to go unanswered."""
+    srv = chatto_world
+    gw, room = await _bot_in_65_rooms(srv, gateway)
+    alice = srv.world.alice_id
+    root = srv.post(alice, room, "@helper_bot where are the deploy logs?")
+    await wait_for(lambda: bot_replies(gw, room, root.event_id), what="the answer in the thread (room_activity)")
+    srv.reply(alice, room, root.event_id, "and the ones from yesterday?")
+    await wait_for(lambda: len(bot_replies(gw, room, root.event_id)) == 2, what="the follow-up answered")
+    await idle(gw, timeout=15.0)
+    assert [c.message.split("] ", 1)[-1] for c in gw.agent.calls][-1] == "and the ones from yesterday?"
+    assert gw.adapter.stats["followed_thread_fetches"] == 1
+    assert len(bot_replies(gw, room, root.event_id)) == 2
+
+
+async def test_a_mention_in_someone_elses_thread_of_an_unretained_room_is_answered_once(chatto_world, gateway):
+    """A mention makes the bot follow the thread (``THREAD_FOLLOW_SOURCE_DIRECT_MENTION``)
+    and creates a notification: both signals name the same reply, which is read once and
+    answered once."""
+    srv = chatto_world
+    gw, room = await _bot_in_65_rooms(srv, gateway)
+    alice = srv.world.alice_id
+    bob = srv.create_user("bob", "Bob").id
+    srv.add_member(room, bob)
+    root = srv.post(bob, room, "bob's release checklist")
+    srv.reply(alice, room, root.event_id, "looks good")
+    m = srv.reply(alice, room, root.event_id, "@helper_bot can you double-check step 3?")
+    await wait_for(lambda: bot_replies(gw, room, root.event_id), what="the answer to the mention")
+    await idle(gw, timeout=15.0)
+    stats = gw.adapter.stats
+    assert stats["followed_thread_fetches"] + stats["notice_fetches"] == 1
+    assert len(bot_replies(gw, room, root.event_id)) == 1 and m.event_id in gw.adapter.conn.seen
+    assert len(gw.agent.calls) == 1 and gw.agent.calls[0].message.endswith("can you double-check step 3?")

@@ -492,9 +492,10 @@ async def test_follow_up_orphaned_by_host_busy_race_is_rescued(unit):
 
 
 async def test_message_in_room_joined_mid_run_before_hydration_is_not_lost(unit):
-    """A DM opened after connect (ListRooms hides empty DMs) is hydrated on the socket; a
-    message posted before the hydration lands is announced only by room_activity and
-    must still become a turn — once, and the room's older history never."""
+    """A DM opened after connect (ListRooms hides empty DMs) waits, dormant, for its first
+    message and is hydrated then (issue 13: eager hydration of empty DMs spent the server's
+    hydration admission); that message, announced only by room_activity, must still become
+    a turn — once, and the room's older history never."""
     from hermes_chatto.wire.events import RoomUpdated, TimelineReplaced
     from hermes_chatto.wire.types import ChattoRoom
 
@@ -503,10 +504,11 @@ async def test_message_in_room_joined_mid_run_before_hydration_is_not_lost(unit)
     u.server.rooms[new_dm] = ChattoRoom(id=new_dm, kind="dm", is_member=True)
     older = u.server.post(BOB, new_dm, "old history line")
     await u.adapter.inbound.on_event(RoomUpdated(room=u.server.rooms[new_dm], partial=False))
-    assert new_dm in u.adapter.rooms.retained
-    await wait_for(lambda: u.adapter._realtime.hydrated == [new_dm], what="hydrate_room sent")
+    assert new_dm not in u.adapter.rooms.retained and new_dm in u.adapter.rooms.dormant
     m = u.server.post(BOB, new_dm, "hello, are you there?")
     await u.adapter.inbound.on_event(RoomActivity(room_id=new_dm, projection_id=m.event_id, actor_id=BOB.id))
+    assert new_dm in u.adapter.rooms.retained
+    await wait_for(lambda: u.adapter._realtime.hydrated == [new_dm], what="hydrate_room sent")
     await wait_for(lambda: u.agent.calls, what="turn from room_activity during hydration")
     await u.adapter.inbound.on_event(TimelineReplaced(room_id=new_dm, messages=(older, m)))
     await u.adapter.inbound.on_event(NewMessage(message=m, projection_id=m.event_id))

@@ -27,6 +27,13 @@ def rt(srv, token=None) -> RawRealtime:
     return RawRealtime(srv.ws_url, srv.world.bot_key if token is None else token)
 
 
+async def _next_with_ops(sock: RawRealtime) -> pb.RealtimeProjectionEvent:
+    while True:
+        ev = await sock.next_projection()
+        if ev.operations:
+            return ev
+
+
 def frame_of(ev: pb.RealtimeProjectionEvent) -> pb.RealtimeServerFrame:
     return pb.RealtimeServerFrame(projection_event=ev)
 
@@ -202,3 +209,59 @@ async def test_one_catch_up_per_user_and_rbac_closes_every_socket(srv):
         for sock in (a, b):
             frames, _ = await sock.wait_closed()
             assert [f.close.code for f in frames if f.WhichOneof("frame") == "close"] == ["projection_reset_required"]
+
+
+# ----------------------------------------------------------------------------- item 1
+
+
+async def test_reply_in_a_followed_thread_of_an_unretained_room_is_a_thread_states_replace(srv):
+    """realtime_projection.go, ``case *corev1.Event_MessagePosted`` with ``in_thread``: no
+    ``room_activity`` for a reply; an unretained room gets ``room_upsert`` +
+    ``room_viewer_state_replace``; a viewer who follows the thread gets the full
+    ``thread_viewer_states_replace`` list (``BuildRealtimeProjectionThreadViewerStates``) with
+    the affected thread ``has_unread`` (the actor is someone else). The event id is the reply's."""
+    w = srv.world
+    first = srv.post(w.bot_id, w.general_id, "bot's first topic")
+    srv.reply(w.alice_id, w.general_id, first.event_id, "a reply")  # the root author follows it
+    root = srv.post(w.bot_id, w.general_id, "bot's second topic")
+    async with rt(srv) as sock:
+        await sock.handshake()  # retains nothing
+        reply = srv.reply(w.alice_id, w.general_id, root.event_id, "new reply")
+        ev = await _next_with_ops(sock)  # (ThreadCreated maps to no operation in an unretained room)
+    assert ev.id == reply.event_id and ev.actor_id == w.alice_id
+    assert op_names(ev) == ["room_upsert", "room_viewer_state_replace", "thread_viewer_states_replace"]
+    states = {
+        (s.thread_root_event_id, s.viewer_state.has_unread)
+        for s in ev.operations[2].thread_viewer_states_replace.states
+    }
+    assert states == {(first.event_id, True), (root.event_id, True)}
+    (e,) = [
+        x
+        for x in Classifier(bot_user_id=w.bot_id).classify(frame_of(ev))
+        if type(x).__name__ == "FollowedThreadsChanged"
+    ]
+    assert e.room_id == w.general_id and e.projection_id == reply.event_id
+
+
+async def test_a_mention_in_a_reply_follows_the_thread_and_sends_a_live_notification(srv):
+    """proto/chatto/core/v1/thread_events.proto ``THREAD_FOLLOW_SOURCE_DIRECT_MENTION``: a
+    direct mention makes the user follow the thread; the notification materialiser then sends
+    a live ``notification_occurrences_replace`` (realtime_projection.go,
+    ``LiveEvent_NotificationOccurrencesInvalidated``: no resume cursor) whose newest occurrence
+    is ``direct_mention_received`` naming the room, the message and its thread root."""
+    w = srv.world
+    bob = srv.create_user("bob").id
+    srv.add_member(w.general_id, bob)
+    root = srv.post(bob, w.general_id, "bob's topic")
+    async with rt(srv) as sock:
+        await sock.handshake()
+        m = srv.reply(w.alice_id, w.general_id, root.event_id, "@helper_bot please look")
+        ev = await _next_with_ops(sock)
+        assert ev.id == m.event_id and "thread_viewer_states_replace" in op_names(ev)
+        note = await sock.next_projection()
+    assert op_names(note) == ["notification_occurrences_replace"] and not note.HasField("resume_cursor")
+    page = note.operations[0].notification_occurrences_replace.occurrences
+    occ = page.occurrences[0]
+    ref = occ.signal.direct_mention_received.message
+    assert (ref.room.id, ref.event_id, ref.thread_root_event_id) == (w.general_id, m.event_id, root.event_id)
+    assert occ.unread and occ.actor.id == w.alice_id and page.unread_count == 1

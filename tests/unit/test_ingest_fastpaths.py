@@ -27,6 +27,7 @@ from hermes_chatto.wire.proto import chatto_pb2 as pb
 from hermes_chatto.wire.types import (
     ChattoMessage,
     ChattoRoom,
+    ThreadKey,
     message_from_pb,
     room_from_pb,
     ts_seconds,
@@ -148,6 +149,10 @@ class RefClassifier:
                 out.append(E.ProjectionReset(projection_id=pid))
             elif name == "room_timeline_event_remove":
                 out.append(E.Ignored(reason="row_removed", detail=op.room_timeline_event_remove.event_id))
+            elif name == "thread_viewer_states_replace":
+                out.append(_ref_thread_states(op, pe))
+            elif name == "notification_occurrences_replace":
+                out.append(_ref_notifications(op, pid))
             elif name is None:
                 self.counters["unknown_operations"] += 1
                 out.append(E.Ignored(reason="unknown_operation", detail=pid))
@@ -206,6 +211,45 @@ class RefClassifier:
                 message=message_from_pb(m, users), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
             )
         return E.Ignored(reason="thread_root_refresh" if mid in roots else "summary_refresh", detail=mid)
+
+
+def _ref_thread_states(op, pe):
+    threads = []
+    for st in op.thread_viewer_states_replace.states:
+        vs = st.viewer_state
+        if vs.HasField("is_following") and not vs.is_following:
+            continue
+        threads.append((ThreadKey(st.room_id, st.thread_root_event_id), vs.has_unread))
+    room = ""
+    if pe.actor_id:
+        names = [o.WhichOneof("operation") for o in pe.operations]
+        if not {"room_activity", "room_timeline_event_upsert", "room_timeline_replace"} & set(names):
+            rooms = {o.room_upsert.room.room.id for o in pe.operations if o.WhichOneof("operation") == "room_upsert"}
+            rooms |= {
+                o.room_viewer_state_replace.room_id
+                for o in pe.operations
+                if o.WhichOneof("operation") == "room_viewer_state_replace"
+            }
+            room = next(iter(rooms)) if len(rooms) == 1 else ""
+    return E.FollowedThreadsChanged(tuple(threads), pe.id, pe.actor_id, room)
+
+
+def _ref_notifications(op, pid):
+    notices = []
+    for occ in op.notification_occurrences_replace.occurrences.occurrences:
+        kind = occ.signal.WhichOneof("kind")
+        if kind is None:
+            continue
+        ref = getattr(occ.signal, kind).message
+        if not ref.event_id:
+            continue
+        created = ts_seconds(occ.created_at) if occ.HasField("created_at") else None
+        notices.append(
+            E.MessageNotice(
+                kind, ref.room.id, ref.event_id, ref.thread_root_event_id, occ.actor.id, occ.unread, created
+            )
+        )
+    return E.NotificationsReplaced(tuple(notices), pid)
 
 
 def ref_decode(data):
@@ -368,7 +412,7 @@ def test_classifier_equals_reference_on_generated_frames_and_variants():
         "thread_root_refresh",
         "non_message_row",
         "unknown_operation",
-        "not_needed",
+        "FollowedThreadsChanged",
     } <= kinds
 
 

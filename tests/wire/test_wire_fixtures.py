@@ -26,10 +26,12 @@ from hermes_chatto.wire import frames as frames_mod
 from hermes_chatto.wire.events import (
     CaughtUp,
     CursorAdvanced,
+    FollowedThreadsChanged,
     Ignored,
     MessageDeleted,
     MessageEdited,
     NewMessage,
+    NotificationsReplaced,
     ProjectionReset,
     ReactionChanged,
     RoomActivity,
@@ -48,7 +50,7 @@ from hermes_chatto.wire.frames import (
     encode_subscribe,
 )
 from hermes_chatto.wire.proto import chatto_pb2 as pb
-from hermes_chatto.wire.types import message_from_pb
+from hermes_chatto.wire.types import ThreadKey, message_from_pb
 
 from support.paths import WIRE_FIXTURES
 
@@ -86,9 +88,6 @@ NOT_MODELLED: dict[str, str] = {
     "user_upsert.presence_status": "presence is not part of our User subset; a bot never reads it",
     "room_groups_replace.group_ids": "room groups are sidebar UI; the op is opaque in our subset",
     "room_groups_replace.room_ids": "room groups are sidebar UI; the op is opaque in our subset",
-    "notification_occurrences_replace.play_notification_sound": "notifications are opaque in our subset",
-    "notification_occurrences_replace.occurrence_ids": "notifications are opaque in our subset",
-    "notification_occurrences_replace.unread_count": "notifications are opaque in our subset",
     "active_calls_replace.calls": "calls are opaque in our subset (a bot does not join calls)",
     "presences_replace.statuses": "presence is opaque in our subset",
     "room_timeline_event_upsert.note": "human-readable commentary in the manifest, not a wire fact",
@@ -382,6 +381,10 @@ def op_facts(op) -> dict:
             }
         else:
             out["reaction_change"] = None
+    elif name == "notification_occurrences_replace":
+        out["play_notification_sound"] = v.play_notification_sound
+        out["occurrence_ids"] = [o.id for o in v.occurrences.occurrences]
+        out["unread_count"] = v.occurrences.unread_count
     elif name == "thread_viewer_states_replace":
         out["states"] = [
             {
@@ -645,6 +648,16 @@ def test_session_classification_in_order():
                 assert isinstance(ev, UserUpdated) and ev.user.id == oe["id"] and ev.user.is_bot == oe["is_bot"], where
             elif opname == "reset":
                 assert ev == ProjectionReset(projection_id=pe_exp["id"]), where
+            elif opname == "thread_viewer_states_replace":
+                want = [
+                    (ThreadKey(x["room_id"], x["thread_root_event_id"]), bool(x["has_unread"]))
+                    for x in oe["states"]
+                    if x["is_following"] is not False
+                ]
+                assert isinstance(ev, FollowedThreadsChanged) and list(ev.threads) == want, where
+            elif opname == "notification_occurrences_replace":
+                assert isinstance(ev, NotificationsReplaced), where
+                assert len(ev.notices) <= len(oe["occurrence_ids"]), where
             else:
                 assert isinstance(ev, Ignored) and ev.reason == "not_needed" and ev.detail == opname, where
         assert inbound == pe_exp["inbound_message_ids"], name

@@ -856,6 +856,84 @@ class RealtimeProjectionThreadViewerStatesReplace(_message.Message):
     states: _containers.RepeatedCompositeFieldContainer[RealtimeProjectionThreadViewerStateEntry]
     def __init__(self, states: _Optional[_Iterable[_Union[RealtimeProjectionThreadViewerStateEntry, _Mapping]]] = ...) -> None: ...
 
+class NotificationRoomSummary(_message.Message):
+    __slots__ = ("id", "kind", "name")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    kind: RoomKind
+    name: str
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[_Union[RoomKind, str]] = ..., name: _Optional[str] = ...) -> None: ...
+
+class NotificationMessageReference(_message.Message):
+    __slots__ = ("room", "event_id", "thread_root_event_id")
+    ROOM_FIELD_NUMBER: _ClassVar[int]
+    EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    THREAD_ROOT_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    room: NotificationRoomSummary
+    event_id: str
+    thread_root_event_id: str
+    def __init__(self, room: _Optional[_Union[NotificationRoomSummary, _Mapping]] = ..., event_id: _Optional[str] = ..., thread_root_event_id: _Optional[str] = ...) -> None: ...
+
+class NotificationMessageSignal(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: NotificationMessageReference
+    def __init__(self, message: _Optional[_Union[NotificationMessageReference, _Mapping]] = ...) -> None: ...
+
+class NotificationSignal(_message.Message):
+    __slots__ = ("direct_message_received", "direct_mention_received", "reply_received", "role_mention_received", "here_mention_received", "all_mention_received", "followed_thread_activity", "followed_room_activity", "reaction_received")
+    DIRECT_MESSAGE_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    DIRECT_MENTION_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    REPLY_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    ROLE_MENTION_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    HERE_MENTION_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    ALL_MENTION_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    FOLLOWED_THREAD_ACTIVITY_FIELD_NUMBER: _ClassVar[int]
+    FOLLOWED_ROOM_ACTIVITY_FIELD_NUMBER: _ClassVar[int]
+    REACTION_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    direct_message_received: NotificationMessageSignal
+    direct_mention_received: NotificationMessageSignal
+    reply_received: NotificationMessageSignal
+    role_mention_received: NotificationMessageSignal
+    here_mention_received: NotificationMessageSignal
+    all_mention_received: NotificationMessageSignal
+    followed_thread_activity: NotificationMessageSignal
+    followed_room_activity: NotificationMessageSignal
+    reaction_received: NotificationMessageSignal
+    def __init__(self, direct_message_received: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., direct_mention_received: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., reply_received: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., role_mention_received: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., here_mention_received: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., all_mention_received: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., followed_thread_activity: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., followed_room_activity: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., reaction_received: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ...) -> None: ...
+
+class NotificationOccurrence(_message.Message):
+    __slots__ = ("id", "created_at", "actor", "signal", "unread")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    UNREAD_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    created_at: _timestamp_pb2.Timestamp
+    actor: User
+    signal: NotificationSignal
+    unread: bool
+    def __init__(self, id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor: _Optional[_Union[User, _Mapping]] = ..., signal: _Optional[_Union[NotificationSignal, _Mapping]] = ..., unread: _Optional[bool] = ...) -> None: ...
+
+class ListNotificationOccurrencesResponse(_message.Message):
+    __slots__ = ("occurrences", "unread_count")
+    OCCURRENCES_FIELD_NUMBER: _ClassVar[int]
+    UNREAD_COUNT_FIELD_NUMBER: _ClassVar[int]
+    occurrences: _containers.RepeatedCompositeFieldContainer[NotificationOccurrence]
+    unread_count: int
+    def __init__(self, occurrences: _Optional[_Iterable[_Union[NotificationOccurrence, _Mapping]]] = ..., unread_count: _Optional[int] = ...) -> None: ...
+
+class RealtimeProjectionNotificationOccurrencesReplace(_message.Message):
+    __slots__ = ("play_notification_sound", "occurrences")
+    PLAY_NOTIFICATION_SOUND_FIELD_NUMBER: _ClassVar[int]
+    OCCURRENCES_FIELD_NUMBER: _ClassVar[int]
+    play_notification_sound: bool
+    occurrences: ListNotificationOccurrencesResponse
+    def __init__(self, play_notification_sound: _Optional[bool] = ..., occurrences: _Optional[_Union[ListNotificationOccurrencesResponse, _Mapping]] = ...) -> None: ...
+
 class RealtimeProjectionRoomActivity(_message.Message):
     __slots__ = ("room_id",)
     ROOM_ID_FIELD_NUMBER: _ClassVar[int]
@@ -899,8 +977,8 @@ class RealtimeProjectionOperation(_message.Message):
     presences_replace: RealtimeProjectionOpaque
     thread_viewer_states_replace: RealtimeProjectionThreadViewerStatesReplace
     room_activity: RealtimeProjectionRoomActivity
-    notification_occurrences_replace: RealtimeProjectionOpaque
-    def __init__(self, reset: _Optional[_Union[RealtimeProjectionReset, _Mapping]] = ..., server_upsert: _Optional[_Union[ServerPublicProfile, _Mapping]] = ..., viewer_upsert: _Optional[_Union[GetViewerResponse, _Mapping]] = ..., user_upsert: _Optional[_Union[DirectoryMember, _Mapping]] = ..., user_remove: _Optional[_Union[RealtimeProjectionUserRemove, _Mapping]] = ..., room_upsert: _Optional[_Union[RealtimeProjectionRoom, _Mapping]] = ..., room_remove: _Optional[_Union[RealtimeProjectionRoomRemove, _Mapping]] = ..., room_groups_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ..., room_timeline_replace: _Optional[_Union[RealtimeProjectionRoomTimelineReplace, _Mapping]] = ..., room_timeline_event_upsert: _Optional[_Union[RealtimeProjectionRoomTimelineEventUpsert, _Mapping]] = ..., server_state_upsert: _Optional[_Union[RealtimeProjectionServerState, _Mapping]] = ..., room_timeline_event_remove: _Optional[_Union[RealtimeProjectionRoomTimelineEventRemove, _Mapping]] = ..., room_viewer_state_replace: _Optional[_Union[RealtimeProjectionRoomViewerStateReplace, _Mapping]] = ..., active_calls_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ..., presences_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ..., thread_viewer_states_replace: _Optional[_Union[RealtimeProjectionThreadViewerStatesReplace, _Mapping]] = ..., room_activity: _Optional[_Union[RealtimeProjectionRoomActivity, _Mapping]] = ..., notification_occurrences_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ...) -> None: ...
+    notification_occurrences_replace: RealtimeProjectionNotificationOccurrencesReplace
+    def __init__(self, reset: _Optional[_Union[RealtimeProjectionReset, _Mapping]] = ..., server_upsert: _Optional[_Union[ServerPublicProfile, _Mapping]] = ..., viewer_upsert: _Optional[_Union[GetViewerResponse, _Mapping]] = ..., user_upsert: _Optional[_Union[DirectoryMember, _Mapping]] = ..., user_remove: _Optional[_Union[RealtimeProjectionUserRemove, _Mapping]] = ..., room_upsert: _Optional[_Union[RealtimeProjectionRoom, _Mapping]] = ..., room_remove: _Optional[_Union[RealtimeProjectionRoomRemove, _Mapping]] = ..., room_groups_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ..., room_timeline_replace: _Optional[_Union[RealtimeProjectionRoomTimelineReplace, _Mapping]] = ..., room_timeline_event_upsert: _Optional[_Union[RealtimeProjectionRoomTimelineEventUpsert, _Mapping]] = ..., server_state_upsert: _Optional[_Union[RealtimeProjectionServerState, _Mapping]] = ..., room_timeline_event_remove: _Optional[_Union[RealtimeProjectionRoomTimelineEventRemove, _Mapping]] = ..., room_viewer_state_replace: _Optional[_Union[RealtimeProjectionRoomViewerStateReplace, _Mapping]] = ..., active_calls_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ..., presences_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ..., thread_viewer_states_replace: _Optional[_Union[RealtimeProjectionThreadViewerStatesReplace, _Mapping]] = ..., room_activity: _Optional[_Union[RealtimeProjectionRoomActivity, _Mapping]] = ..., notification_occurrences_replace: _Optional[_Union[RealtimeProjectionNotificationOccurrencesReplace, _Mapping]] = ...) -> None: ...
 
 class RealtimeProjectionEvent(_message.Message):
     __slots__ = ("id", "created_at", "actor_id", "resume_cursor", "operations")

@@ -1,0 +1,103 @@
+"""adapter.followed.FollowedReplies: replies in followed threads of unstreamed rooms, read once."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+from hermes_chatto.adapter.conn import Conn
+from hermes_chatto.adapter.followed import MAX_NOTICE_FETCHES, FollowedReplies
+from hermes_chatto.adapter.rooms import RoomDirectory
+from hermes_chatto.ingress import SeenSet
+from hermes_chatto.wire.errors import ChattoNotFound, ChattoTransientError
+from hermes_chatto.wire.events import FollowedThreadsChanged, MessageNotice, NotificationsReplaced
+from hermes_chatto.wire.types import ChattoMessage, ChattoRoom, ThreadKey
+
+
+class Client:
+    def __init__(self, msgs=(), fail=None):
+        self.msgs = {m.event_id: m for m in msgs}
+        self.fail = fail
+        self.reads: list[tuple[str, str]] = []
+
+    async def get_message(self, room_id, event_id):
+        self.reads.append((room_id, event_id))
+        if self.fail is not None:
+            raise self.fail
+        if event_id not in self.msgs:
+            raise ChattoNotFound("no", code="not_found")
+        return self.msgs[event_id]
+
+
+def _reply(eid, room="Rfar", root="Eroot", author="Ualice"):
+    return ChattoMessage(event_id=eid, room_id=room, author_id=author, body=eid, thread_root_event_id=root)
+
+
+def _unit(client):
+    conn = Conn(SimpleNamespace(retained_rooms=[], free_response_rooms=[]))
+    conn.client = client
+    conn.bot_user_id = "Ubot"
+    conn.seen = SeenSet(100)
+    rooms = RoomDirectory(conn)
+    rooms.reset([ChattoRoom(id="Rnear", kind="channel", name="near", is_member=True)])
+    rooms.rooms["Rfar"] = ChattoRoom(id="Rfar", kind="channel", name="far", is_member=True)  # not retained
+    got: list[tuple[str, bool]] = []
+
+    async def ingest(msg, pid, *, retained):
+        got.append((msg.event_id, retained))
+        conn.seen.add(msg.event_id)
+
+    return FollowedReplies(conn, rooms, ingest), got, conn
+
+
+def _threads(pid, room="Rfar", actor="Ualice", roots=("Eroot",)):
+    return FollowedThreadsChanged(tuple((ThreadKey("Rfar", r), True) for r in roots), pid, actor, room)
+
+
+def test_a_followed_reply_in_an_unretained_room_is_read_once_and_ingested():
+    client = Client([_reply("E1")])
+    unit, got, conn = _unit(client)
+    asyncio.run(unit.on_threads(_threads("E1")))
+    asyncio.run(unit.on_threads(_threads("E1")))  # the same signal again (a replay): no second read
+    assert got == [("E1", False)] and client.reads == [("Rfar", "E1")]
+    assert conn.counters["followed_thread_fetches"] == 1
+
+
+def test_streamed_rooms_own_posts_other_threads_and_no_room_are_not_read():
+    client = Client([_reply("E1"), _reply("E2", root="Eother")])
+    unit, got, _ = _unit(client)
+    asyncio.run(unit.on_threads(_threads("E0", room="Rnear")))  # retained: the socket streams it
+    asyncio.run(unit.on_threads(_threads("E0", room="")))  # reconciliation list / follow change
+    asyncio.run(unit.on_threads(_threads("E0", actor="Ubot")))  # the bot's own reply
+    asyncio.run(unit.on_threads(_threads("E2")))  # a reply, but not in a followed thread
+    assert got == [] and client.reads == [("Rfar", "E2")]
+
+
+def test_a_failed_read_is_logged_and_may_be_tried_again():
+    client = Client(fail=ChattoTransientError("down", code="unavailable"))
+    unit, got, _ = _unit(client)
+    asyncio.run(unit.on_threads(_threads("E1")))
+    client.fail, client.msgs = None, {"E1": _reply("E1")}
+    asyncio.run(unit.on_threads(_threads("E1")))
+    assert got == [("E1", False)] and len(client.reads) == 2
+
+
+def _notice(eid, *, created=100.0, room="Rfar", unread=True, actor="Ualice"):
+    return MessageNotice("direct_mention_received", room, eid, "Eroot", actor, unread, created)
+
+
+def test_notifications_count_only_after_the_first_caught_up_and_are_bounded():
+    msgs = [_reply(f"E{i}") for i in range(MAX_NOTICE_FETCHES + 5)]
+    client = Client(msgs)
+    unit, got, _ = _unit(client)
+    asyncio.run(unit.on_notices(NotificationsReplaced((_notice("E0"),))))  # catch-up snapshot: history
+    unit.caught_up(50.0)
+    old = _notice("Eold", created=10.0)
+    read = _notice("Eread", unread=False)
+    near = _notice("Enear", room="Rnear")
+    own = _notice("Eown", actor="Ubot")
+    new = tuple(_notice(m.event_id) for m in msgs)
+    asyncio.run(unit.on_notices(NotificationsReplaced((old, read, near, own, *new))))
+    assert [e for e, _ in got] == [f"E{i}" for i in range(MAX_NOTICE_FETCHES)]
+    asyncio.run(unit.on_notices(NotificationsReplaced(new)))  # the rest, next time; seen ones skipped
+    assert len(got) == len(msgs) and len(client.reads) == len(msgs)
