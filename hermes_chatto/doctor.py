@@ -463,8 +463,9 @@ def _room_check(room: Any, settings: ChattoSettings) -> Check:
     if not missing:
         return Check(name, PASS, "granted: " + ", ".join(granted))
     fix = (
-        f"grant {', '.join(missing)} to the bot in Chatto (room settings → permissions; the bot's "
-        "owner must hold them too)"
+        f"grant {', '.join(missing)} to the bot itself in Chatto (room settings → permissions; roles do "
+        f"not apply to bots). If the bot already has that grant, its owner lacks {', '.join(missing)}: "
+        "a bot's grant works only while its owner holds the same permission"
     )
     fatal = [p for p in missing if p == PERM_POST or (p == PERM_THREAD and settings.reply_in_thread)]
     consequences = []
@@ -643,7 +644,10 @@ async def _bot_key_check(client: Any, settings: ChattoSettings, supported: bool 
     try:
         viewer = await client.get_viewer()
     except ChattoCredentialError:
-        detail = "the server rejected CHATTO_BOT_KEY (unauthenticated): the key was rotated, deleted or mistyped" + (
+        detail = (
+            "the server rejected CHATTO_BOT_KEY (unauthenticated): the key was rotated, deleted or mistyped, "
+            "or the bot's owner account was deleted (a bot key works only while its human owner exists)"
+        ) + (
             "" if supported is not False else "; this server version has no bot accounts"
         )
         return Check("bot key", FAIL, detail, FIX_KEY if supported is not False else FIX_UPGRADE, _elapsed(t0)), False

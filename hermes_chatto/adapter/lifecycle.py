@@ -156,7 +156,9 @@ class Lifecycle:
         except ChattoCredentialError as e:
             self._fatal(
                 "chatto_unauthenticated",
-                f"Chatto rejected the bot key ({e.code}); rotate it and update CHATTO_BOT_KEY",
+                f"Chatto rejected the bot key ({e.code}): it was rotated, deleted or mistyped, or the "
+                "bot's owner account was deleted (Chatto then invalidates the key); rotate it (reassign "
+                "the bot to an active owner first) and update CHATTO_BOT_KEY",
                 retryable=False,
             )
             return False

@@ -40,8 +40,9 @@ CONSEQUENCE: Mapping[str, str] = {
 
 #: How to grant (the same words in every warning).
 FIX = (
-    "grant the permission(s) named to the bot in Chatto (room settings → permissions, or a role the "
-    "bot has); the bot's OWNER must hold them too: on Chatto a bot's permissions are capped by its owner's"
+    "grant the permission(s) named to the bot itself in Chatto (room settings → permissions; roles and "
+    "defaults never apply to bots); the bot's OWNER must hold them too: a bot's grant works only while "
+    "its owner holds the same permission, so if the bot was granted it, its owner lacks it"
 )
 
 _PERM_RE = re.compile(r"\b(message\.post-in-thread|message\.post|message\.react)\b")

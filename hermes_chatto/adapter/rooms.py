@@ -206,10 +206,11 @@ class RoomDirectory:
                     self.rooms[room.id] = dataclasses.replace(fetched, is_member=True)
             merged = self.rooms.get(room.id)
         else:
-            # room_upsert carries the viewer's membership (realtime_projection.go: removal and
-            # ban send room_upsert with is_member=false): it is authoritative
+            # room_upsert carries the viewer's state (realtime_projection.go: removal and ban send
+            # room_upsert with is_member=false; the reset after a permission change sends the new
+            # permission rows): it is authoritative; only missing rows keep the known ones
             merged = (
-                room if known is None else dataclasses.replace(room, permissions=known.permissions or room.permissions)
+                room if known is None else dataclasses.replace(room, permissions=room.permissions or known.permissions)
             )
             self.rooms[room.id] = merged
         if merged is None:

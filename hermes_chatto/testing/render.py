@@ -70,10 +70,11 @@ def rws(state: ChattoState, room: RoomRec, viewer: str) -> pb.RoomWithViewerStat
 def viewer_response(state: ChattoState, user_id: str) -> pb.GetViewerResponse:
     """``GetViewerResponse``: the user at ``user.profile`` + one row per server permission."""
     u = state.user(user_id)
+    held = state.server_effective(user_id)
     return pb.GetViewerResponse(
         user=pb.ViewerUser(profile=user_pb(u)),
         viewer_permissions=pb.ServerViewerPermissions(
-            permissions=[pb.PermissionGrant(permission=p, granted=p in u.server_grants) for p in SERVER_PERMISSIONS]
+            permissions=[pb.PermissionGrant(permission=p, granted=p in held) for p in SERVER_PERMISSIONS]
         ),
     )
 

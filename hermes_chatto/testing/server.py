@@ -432,10 +432,18 @@ class LocalChatto:
         permissions). Returns the record (``.id``, ``.login``, ``.is_bot``)."""
         return self.state.create_user(login, display_name, is_bot)
 
-    def create_bot(self, login: str, display_name: str = "") -> tuple[UserRec, str]:
-        """Create a bot account; returns ``(user, key)`` with key ``cht_BK_<userId>.<secret>``."""
-        u = self.state.create_user(login, display_name, True)
+    def create_bot(self, login: str, display_name: str = "", *, owner: str = "") -> tuple[UserRec, str]:
+        """Create a bot account; returns ``(user, key)`` with key ``cht_BK_<userId>.<secret>``.
+        ``owner``: the human owner's id; the bot's grants then work only while the owner
+        holds them, and the key only while the owner exists (Chatto's
+        core/permission_resolver.go, core/bots.go). Without one the bot is not capped."""
+        u = self.state.create_user(login, display_name, True, owner_id=owner)
         return u, u.bot_key
+
+    def delete_user(self, user_id: str) -> None:
+        """Delete an account; the bots it owns stop authenticating (open sockets are closed
+        with ``projection_reset_required``: an RBAC-like change; they fail at the next hello)."""
+        self.state.delete_user(user_id)
 
     def key_of(self, bot_id: str) -> str:
         """Current key of a bot."""
@@ -710,7 +718,7 @@ class LocalChatto:
 
     def _build_demo(self) -> DemoWorld:
         alice = self.create_user("alice", "Alice")
-        bot, key = self.create_bot("helper_bot", "Ops Helper")
+        bot, key = self.create_bot("helper_bot", "Ops Helper", owner=alice.id)
         self.state.grant(None, bot.id, *BOT_USUAL_PERMISSIONS)
         general = self.create_channel("general", [alice.id, bot.id], created_by=alice.id)
         self.state.grant(general, bot.id, *BOT_USUAL_PERMISSIONS)

@@ -169,6 +169,7 @@ class UserRec:
     tokens: list[str] = field(default_factory=list, repr=False)  # humans: issued bearer tokens
     bot_secret: str = field(default="", repr=False)  # bots: current key secret (base64url)
     deleted: bool = False
+    owner_id: str = ""  # bots: the human owner ("" = ownerless, not capped: a local-server shortcut)
 
     @property
     def bot_key(self) -> str:
@@ -384,7 +385,13 @@ class ChattoState:
     # ------------------------------------------------------------------ users and auth
 
     def create_user(
-        self, login: str, display_name: str = "", is_bot: bool = False, *, roles: Iterable[str] | None = None
+        self,
+        login: str,
+        display_name: str = "",
+        is_bot: bool = False,
+        *,
+        roles: Iterable[str] | None = None,
+        owner_id: str = "",
     ) -> UserRec:
         """Create a human (default permissions, role ``everyone``) or a bot (no
         permissions, no roles). Raises ``already_exists`` for a taken login."""
@@ -395,6 +402,11 @@ class ChattoState:
                 id=new_id("U"), login=login, display_name=display_name or "", is_bot=is_bot, created_ns=self.now_ns()
             )
             if is_bot:
+                if owner_id:
+                    owner = self.user(owner_id)
+                    if owner.is_bot or owner.deleted:
+                        raise err("invalid_argument", "a bot's owner must be an active human")
+                u.owner_id = owner_id
                 u.bot_secret = b64url(secrets.token_bytes(16))
                 u.roles = list(roles or [])
             else:
@@ -434,7 +446,7 @@ class ChattoState:
             m = _BOT_KEY_RE.match(token)
             if m:
                 u = self.users.get(m.group(1))
-                if u is None or not u.is_bot or u.deleted:
+                if u is None or not u.is_bot or u.deleted or not self.bot_key_valid_owner(u):
                     return None
                 try:
                     secret = unb64url(m.group(2))
@@ -464,7 +476,10 @@ class ChattoState:
 
     def effective(self, user_id: str, room: RoomRec) -> set[str]:
         """Effective room permissions of ``user_id`` in ``room`` (grants minus denies; in a DM a human
-        gets the DM defaults, a bot only its own grants)."""
+        gets the DM defaults, a bot only its own grants). A bot's grants are capped by its
+        owner's (core/permission_resolver.go ``resolveBotWithGroup``: a grant works only
+        while the owner holds the same permission; a deleted or non-human owner allows
+        nothing)."""
         u = self.users.get(user_id)
         if u is None:
             return set()
@@ -473,9 +488,55 @@ class ChattoState:
             if user_id not in room.members:
                 return set()
             if u.is_bot:
-                return granted & DM_PERMISSIONS
+                return self._owner_cap(u, room, granted & DM_PERMISSIONS)
             return set(DM_PERMISSIONS) - room.denies.get(user_id, set())
+        if u.is_bot:
+            return self._owner_cap(u, room, granted & set(ROOM_PERMISSIONS))
         return granted & set(ROOM_PERMISSIONS)
+
+    def _owner_cap(self, bot: UserRec, room: RoomRec, granted: set[str]) -> set[str]:
+        if not bot.owner_id:
+            return granted
+        owner = self.users.get(bot.owner_id)
+        if owner is None or owner.deleted or owner.is_bot:
+            return set()
+        return granted & self._owner_decision(owner, room)
+
+    def _owner_decision(self, owner: UserRec, room: RoomRec) -> set[str]:
+        """What the owner holds at ``room``'s scope, membership aside (the resolver asks the
+        owner's decision for the room, not whether the owner is in it)."""
+        denied = room.denies.get(owner.id, set())
+        held = (set(owner.server_grants) | room.grants.get(owner.id, set())) - denied
+        if room.is_dm:
+            held |= set(DM_PERMISSIONS) - denied
+        return held
+
+    def server_effective(self, user_id: str) -> set[str]:
+        """Server-scope permissions of ``user_id`` (a bot's capped by its owner's)."""
+        u = self.users.get(user_id)
+        if u is None:
+            return set()
+        held = set(u.server_grants)
+        if u.is_bot and u.owner_id:
+            owner = self.users.get(u.owner_id)
+            held = held & set(owner.server_grants) if owner is not None and self.bot_key_valid_owner(u) else set()
+        return held
+
+    def bot_key_valid_owner(self, bot: UserRec) -> bool:
+        """core/bots.go ``ValidateBotAPIKeyCredential``: a bot key authenticates only while
+        the bot's owner exists, is not deleted and is not a bot."""
+        if not bot.owner_id:
+            return True
+        owner = self.users.get(bot.owner_id)
+        return owner is not None and not owner.deleted and not owner.is_bot
+
+    def delete_user(self, user_id: str) -> None:
+        """Delete an account (``deleted``): its tokens stop working, and so do the keys of the
+        bots it owns (core/bots.go)."""
+        with self.lock:
+            u = self.user(user_id)
+            u.deleted = True
+            self._emit([self._fact("rbac", actor_id=None, rbac=True)])
 
     def can_see(self, user_id: str, room: RoomRec) -> bool:
         if user_id in room.members:
@@ -670,7 +731,7 @@ class ChattoState:
                 if p not in self.users or self.users[p].deleted:
                     raise err("not_found", "user not found")
             me = self.user(actor)
-            if me.is_bot and "message.post" not in me.server_grants:
+            if me.is_bot and "message.post" not in self.server_effective(actor):
                 raise err("permission_denied", "permission denied: message.post")
             want = frozenset([actor, *others])
             for room in self.rooms.values():

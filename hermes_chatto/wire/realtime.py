@@ -88,7 +88,9 @@ PROTOCOL_1_MESSAGE = (
 
 _CREDENTIAL_MESSAGE = (
     "Chatto rejected the bot key on the realtime socket (authentication_required): the key is "
-    "wrong, rotated or deleted. Create a new key for the bot and update the configuration."
+    "wrong, rotated or deleted, or the bot's owner account was deleted (a bot key works only while "
+    "its human owner exists). Create a new key for the bot (reassign the bot to an active owner "
+    "first if its owner is gone) and update the configuration."
 )
 
 _CLIENT_BUG_CODES = frozenset({"bad_hello", "bad_subscribe", "bad_frame"})

@@ -241,3 +241,72 @@ async def test_a_mention_in_someone_elses_thread_of_an_unretained_room_is_answer
     assert stats["followed_thread_fetches"] + stats["notice_fetches"] == 1
     assert len(bot_replies(gw, room, root.event_id)) == 1 and m.event_id in gw.adapter.conn.seen
     assert len(gw.agent.calls) == 1 and gw.agent.calls[0].message.endswith("can you double-check step 3?")
+
+
+# ----------------------------------------------------------------------------- item 4
+
+
+async def test_a_permission_the_owner_lost_is_answered_flat_and_the_warning_names_the_owner(
+    chatto_world, gateway, caplog
+):
+    """A bot's grant works only while its owner holds the same permission (Chatto's
+    core/permission_resolver.go). The owner (alice) loses ``message.post-in-thread`` in
+    #general: the bot still holds its own grant, yet may no longer reply in threads there.
+    The person sees the answer in the channel; the operator a WARNING naming the cause."""
+    import logging
+
+    caplog.set_level(logging.WARNING, logger="hermes_plugins.chatto")
+    srv = chatto_world
+    gw = await gateway()
+    ids = gw.ids
+    bot, general = ids["bot"], ids["general"]
+    assert "message.post-in-thread" in srv.state.rooms[general].grants[bot]
+    before = sum(1 for c in srv.catchups if c.user_id == bot)
+    srv.revoke(general, ids["alice"], "message.post-in-thread")
+    await wait_for(
+        lambda: sum(1 for c in srv.catchups if c.user_id == bot) > before and gw.adapter._realtime.caught_up.is_set(),
+        what="the reset after the permission change",
+    )
+    await wait_for(
+        lambda: gw.adapter.rooms.get(general) and not gw.adapter.rooms.get(general).granted("message.post-in-thread"),
+        what="the capped permission in the viewer state",
+    )
+    m = srv.post(ids["alice"], general, "@helper_bot ping")
+    await wait_for(lambda: any(x.author_id == bot for x in srv.room_messages(general)), what="the flat answer")
+    assert not bot_replies(gw, general, m.event_id)
+    lines = [r.getMessage() for r in caplog.records if "message.post-in-thread" in r.getMessage()]
+    assert any("its owner lacks it" in line and "roles and defaults never apply to bots" in line for line in lines)
+
+
+async def test_doctor_explains_that_the_owner_lacks_the_permission(chatto_world, hermes_home):
+    from hermes_chatto.config import ChattoSettings
+    from hermes_chatto.doctor import FAIL, run_doctor
+
+    srv = chatto_world
+    w = srv.world
+    srv.revoke(w.general_id, w.alice_id, "message.post-in-thread")
+    report = await run_doctor(settings=ChattoSettings(url=srv.base_url, bot_key=w.bot_key))
+    room = {c.name: c for c in report.checks}["room #general"]
+    assert room.status == FAIL and "missing message.post-in-thread" in room.detail
+    assert "its owner lacks message.post-in-thread" in room.fix
+
+
+async def test_a_deleted_owner_invalidates_the_key_and_the_error_says_so(chatto_world, gateway, caplog):
+    """core/bots.go ``ValidateBotAPIKeyCredential``: a key authenticates only while the bot's
+    owner exists and is human. The operator must learn why the key stopped working."""
+    import logging
+
+    from hermes_chatto.config import ChattoSettings
+    from hermes_chatto.doctor import FAIL, run_doctor
+
+    caplog.set_level(logging.ERROR, logger="hermes_plugins.chatto")
+    srv = chatto_world
+    gw = await gateway()
+    rt = gw.adapter._realtime
+    srv.delete_user(srv.world.alice_id)
+    await wait_for(lambda: rt.state == "failed", what="the realtime session stops (not retried)")
+    text = " ".join(r.getMessage() for r in caplog.records)
+    assert "authentication_required" in text and "owner account was deleted" in text
+    report = await run_doctor(settings=ChattoSettings(url=srv.base_url, bot_key=srv.world.bot_key))
+    key = {c.name: c for c in report.checks}["bot key"]
+    assert key.status == FAIL and "owner account was deleted" in key.detail

@@ -265,3 +265,49 @@ async def test_a_mention_in_a_reply_follows_the_thread_and_sends_a_live_notifica
     ref = occ.signal.direct_mention_received.message
     assert (ref.room.id, ref.event_id, ref.thread_root_event_id) == (w.general_id, m.event_id, root.event_id)
     assert occ.unread and occ.actor.id == w.alice_id and page.unread_count == 1
+
+
+# ----------------------------------------------------------------------------- item 4
+
+
+def test_a_bots_grant_works_only_while_its_owner_holds_the_permission(srv):
+    """core/permission_resolver.go ``resolveBotWithGroup``: the bot's own (direct-user)
+    decision must allow, and then the owner's decision at the same scope must allow too;
+    bots never get role or DM-default grants. The viewer state and ``CreateMessage`` agree."""
+    from hermes_chatto.testing.rawclient import RawRpc
+
+    w = srv.world
+    assert srv.state.users[w.bot_id].owner_id == w.alice_id  # the demo bot is alice's
+    rpc = RawRpc(srv.base_url, w.bot_key)
+    create = "chatto.api.v1.MessageService/CreateMessage"
+    rpc.ok(create, {"roomId": w.general_id, "body": "allowed"})
+    srv.revoke(w.general_id, w.alice_id, "message.post")
+    status, data, _ = rpc.call(create, {"roomId": w.general_id, "body": "capped"})
+    assert status == 403 and data["code"] == "permission_denied" and "message.post" in data["message"]
+    rooms = rpc.ok("chatto.api.v1.RoomDirectoryService/ListRooms", {})["rooms"]
+    general = next(r for r in rooms if r["room"]["id"] == w.general_id)
+    rows = {p["permission"]: p.get("granted", False) for p in general["viewerState"]["permissions"]}
+    assert rows["message.post"] is False and rows["message.post-in-thread"] is True
+    srv.grant(w.general_id, w.alice_id, "message.post")
+    rpc.ok(create, {"roomId": w.general_id, "body": "allowed again"})
+    bob = srv.create_user("bob").id  # bots never inherit what every human has by default
+    bot2, key2 = srv.create_bot("bare_bot", owner=bob)
+    srv.add_member(w.general_id, bot2.id)
+    status, data, _ = RawRpc(srv.base_url, key2).call(create, {"roomId": w.general_id, "body": "no grant"})
+    assert status == 403 and data["code"] == "permission_denied"
+
+
+async def test_a_deleted_owner_invalidates_the_bots_key(srv):
+    """core/bots.go ``ValidateBotAPIKeyCredential``: the owner must exist and not be a bot,
+    else ``ErrAuthTokenNotFound``: RPCs answer ``unauthenticated``, the realtime hello
+    ``authentication_required``."""
+    from hermes_chatto.testing.rawclient import RawRpc
+
+    w = srv.world
+    srv.delete_user(w.alice_id)
+    status, data, _ = RawRpc(srv.base_url, w.bot_key).call("chatto.api.v1.ViewerService/GetViewer", {})
+    assert status == 401 and data["code"] == "unauthenticated"
+    async with rt(srv) as sock:
+        await sock.send_hello()
+        frames, code = await sock.wait_closed()
+    assert [f.error.code for f in frames] == ["authentication_required"] and code == 1008

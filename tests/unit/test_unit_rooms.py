@@ -68,3 +68,23 @@ def test_find_member_room_by_id_or_unique_name():
     assert find_member_room(rooms, "R1").id == "R1"
     assert find_member_room(rooms, "#general").id == "R1"
     assert find_member_room(rooms, "dup") is None and find_member_room(rooms, "outside") is None
+
+
+def test_lost_room_is_released_and_a_waiting_room_refills_the_slot_empty_dms_wait():
+    d = _dir()
+    rooms = [
+        ChattoRoom(id=f"R{i:03d}", kind="channel", name=f"c{i}", is_member=True) for i in range(MAX_RETAINED_ROOMS + 1)
+    ]
+    d.reset(rooms)
+    waiting = rooms[-1].id
+    assert not d.is_retained(waiting)
+    gone = ChattoRoom(id="R000", kind="channel", name="c0", is_member=False)  # room_upsert after removal
+    assert asyncio.run(d.updated(gone, False)) is False
+    assert d.take_released() == ["R000"] and d.take_released() == [] and d.is_lost("R000")
+    assert d.refill() == [waiting] and d.is_retained(waiting) and not d.is_retained("R000")
+    d.remove("R001")  # room_remove (archive)
+    assert d.take_released() == ["R001"] and d.refill() == []
+    empty_dm = ChattoRoom(id="Rdm", kind="dm", is_member=True)  # in the snapshot, not in ListRooms
+    assert asyncio.run(d.updated(empty_dm, False)) is False and "Rdm" in d.dormant
+    assert d.refill() == []  # dormant DMs wait for their first message
+    assert d.wake("Rdm") is True and d.is_retained("Rdm") and d.wake("Rdm") is False

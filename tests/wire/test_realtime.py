@@ -713,3 +713,28 @@ async def test_rooms_hydrated_while_offline_are_subscribed_on_connect():
         assert cl.session.stats["hydrate_sent"] == 0
         cl.session.forget_room("Rlater")
         await cl.stop()
+
+
+def test_hydration_pacer_follows_the_servers_bucket():
+    """Chatto's realtime_catchup.go: 20 hydrations at once, then one per second; a refusal's
+    retry_after pauses the pacer, rate_limited also empties it."""
+    from hermes_chatto.wire.realtime import HydrationPacer
+
+    now = [100.0]
+    p = HydrationPacer(lambda: now[0], burst=20, interval=1.0)
+    for _ in range(20):
+        assert p.wait() == 0.0
+        p.take()
+    assert p.wait() == pytest.approx(1.0)
+    now[0] += 0.5
+    assert p.wait() == pytest.approx(0.5)
+    now[0] += 0.5
+    assert p.wait() == 0.0
+    p.pause(3.0, empty=True)
+    assert p.wait() == pytest.approx(3.0)
+    now[0] += 3.0
+    assert p.wait() == 0.0  # refilled to 3 tokens meanwhile (the bucket was emptied at the pause)
+    now[0] += 100.0
+    for _ in range(20):
+        p.take()
+    assert p.wait() > 0  # capped at the burst
