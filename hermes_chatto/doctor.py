@@ -647,9 +647,7 @@ async def _bot_key_check(client: Any, settings: ChattoSettings, supported: bool 
         detail = (
             "the server rejected CHATTO_BOT_KEY (unauthenticated): the key was rotated, deleted or mistyped, "
             "or the bot's owner account was deleted (a bot key works only while its human owner exists)"
-        ) + (
-            "" if supported is not False else "; this server version has no bot accounts"
-        )
+        ) + ("" if supported is not False else "; this server version has no bot accounts")
         return Check("bot key", FAIL, detail, FIX_KEY if supported is not False else FIX_UPGRADE, _elapsed(t0)), False
     except ChattoError as exc:
         return Check("bot key", FAIL, f"GetViewer failed: {exc}", "check the server logs; retry", _elapsed(t0)), False
