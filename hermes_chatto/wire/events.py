@@ -159,8 +159,9 @@ class Ignored:
 
 @dataclass(frozen=True, slots=True)
 class FollowedThreadsChanged:
-    """``thread_viewer_states_replace``: the viewer's followed threads (Chatto sends the
-    full list, ``threads`` = ``(thread, has_unread)`` of each followed one).
+    """``thread_viewer_states_replace``: the viewer's followed threads changed (Chatto sends
+    the full list). ``threads`` = ``(thread, has_unread)`` of the followed threads **in
+    ``room_id``**, and empty when ``room_id`` is ``""`` (nobody acts on those).
 
     ``room_id`` is set when the projection event is a fact of exactly one room that carries
     no ``room_activity`` and no timeline row of that room: a reply posted in a followed

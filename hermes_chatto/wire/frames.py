@@ -632,12 +632,15 @@ class Classifier:
         cursor: str | None,
         ctx: _OpContext,
     ) -> RealtimeEvent:
+        room = _lone_unretained_room(pe)
+        if not room:  # the list can be long; nobody reads it unless it names an unstreamed reply
+            return FollowedThreadsChanged((), pid, pe.actor_id, "")
         threads = tuple(
-            (ThreadKey(st.room_id, st.thread_root_event_id), st.viewer_state.has_unread)
+            (ThreadKey(room, st.thread_root_event_id), st.viewer_state.has_unread)
             for st in op.thread_viewer_states_replace.states
-            if st.viewer_state.is_following or not st.viewer_state.HasField("is_following")
+            if st.room_id == room and (st.viewer_state.is_following or not st.viewer_state.HasField("is_following"))
         )
-        return FollowedThreadsChanged(threads, pid, pe.actor_id, _lone_unretained_room(pe))
+        return FollowedThreadsChanged(threads, pid, pe.actor_id, room)
 
     def _notifications(
         self,

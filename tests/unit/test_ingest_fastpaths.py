@@ -214,12 +214,6 @@ class RefClassifier:
 
 
 def _ref_thread_states(op, pe):
-    threads = []
-    for st in op.thread_viewer_states_replace.states:
-        vs = st.viewer_state
-        if vs.HasField("is_following") and not vs.is_following:
-            continue
-        threads.append((ThreadKey(st.room_id, st.thread_root_event_id), vs.has_unread))
     room = ""
     if pe.actor_id:
         names = [o.WhichOneof("operation") for o in pe.operations]
@@ -231,6 +225,12 @@ def _ref_thread_states(op, pe):
                 if o.WhichOneof("operation") == "room_viewer_state_replace"
             }
             room = next(iter(rooms)) if len(rooms) == 1 else ""
+    threads = []
+    for st in op.thread_viewer_states_replace.states:
+        vs = st.viewer_state
+        if not room or st.room_id != room or (vs.HasField("is_following") and not vs.is_following):
+            continue
+        threads.append((ThreadKey(st.room_id, st.thread_root_event_id), vs.has_unread))
     return E.FollowedThreadsChanged(tuple(threads), pe.id, pe.actor_id, room)
 
 
