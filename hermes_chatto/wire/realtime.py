@@ -99,6 +99,7 @@ _DROP_CURSOR_CODES = frozenset({"invalid_cursor", "cursor_expired", "replay_limi
 #: (``projection_reset_required``: any RBAC fact anywhere closes every socket). Admission
 #: bounds how often these reconnects are served (``catch_up_rate_limited`` + retry_after).
 _ORDERLY_CLOSES = frozenset({"projection_reset_required"})
+_ADMISSION_CLOSES = frozenset({"catch_up_in_progress", "catch_up_rate_limited", "catch_up_server_busy"})
 _RETRY_HYDRATE_CODES = frozenset(
     {"room_hydration_in_progress", "room_hydration_rate_limited", "room_hydration_server_busy"}
 )
@@ -218,7 +219,16 @@ def _close_outcome(close: pb.RealtimeClose) -> _Reconnect:
             code=code or "realtime_fatal",
         )
     retry = close.retry_after_ms / 1000.0 if close.retry_after_ms else None
-    log.info("chatto realtime: server closed the stream (%s), reconnect allowed", code)
+    if code in _ADMISSION_CLOSES:
+        # realtime_catchup.go: the server paces catch-ups (3 stale-cursor resumes per 20 s, 20
+        # cursorless at 1/s, one at a time per user); the bot hears nothing until admitted
+        log.warning(
+            "chatto realtime: the server did not admit the catch-up (%s); reconnecting in %.1f s as it asked",
+            code,
+            retry or 0.0,
+        )
+    else:
+        log.info("chatto realtime: server closed the stream (%s), reconnect allowed", code)
     return _Reconnect(code or "close", retry)
 
 

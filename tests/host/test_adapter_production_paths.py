@@ -170,10 +170,13 @@ async def test_permission_changes_in_a_row_do_not_lock_the_bot_out(chatto_world,
     await wait_for(lambda: bot_replies(gw, ids["general"], m.event_id), what="the answer after the changes")
 
 
-async def test_refused_catch_ups_back_off_per_the_servers_answer_and_recover(chatto_world, gateway):
+async def test_refused_catch_ups_back_off_per_the_servers_answer_and_recover(chatto_world, gateway, caplog):
     """``catch_up_in_progress`` (another catch-up of the bot runs) closes the socket with
     ``retry_after_ms`` = 1000: the session waits that long between attempts (no spin) and
     recovers as soon as it is admitted; nothing posted meanwhile is lost."""
+    import logging
+
+    caplog.set_level(logging.WARNING, logger="hermes_plugins.chatto")
     srv = chatto_world
     gw = await gateway()
     ids = gw.ids
@@ -191,6 +194,7 @@ async def test_refused_catch_ups_back_off_per_the_servers_answer_and_recover(cha
     refused = _refusals(srv, bot)
     assert set(refused) == {"catch_up_in_progress"} and len(refused) < 10, refused  # ~1 per second, no spin
     assert rt.state == "live" and m.event_id in gw.adapter.conn.seen
+    assert any("did not admit the catch-up (catch_up_in_progress)" in r.getMessage() for r in caplog.records)
 
 
 # ----------------------------------------------------------------------------- item 1
