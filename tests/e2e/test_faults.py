@@ -957,6 +957,9 @@ async def test_burst_2000_messages_20_socket_drops_exactly_once(gw_factory, chat
     at seeded random points of the burst. Every message reaches the agent exactly once: as
     (part of) a turn's own text or as one ``[Earlier in this thread]`` line."""
     srv = chatto_world
+    # Chatto admits 3 stale-cursor resumes per 20 s (realtime_catchup.go): 20 drops within
+    # seconds would wait 20 s per three drops. Run its admission ten times faster.
+    srv.admission.replay_interval_s, srv.admission.min_retry_s = 2.0, 0.1
     world = World(srv)
     gw = await gw_factory()
     rng = random.Random(2000)
@@ -1004,6 +1007,7 @@ async def test_projection_reset_and_25h_old_cursor_mid_stream(gw_factory, chatto
     # (a) projection_reset_required in the middle of a burst
     for _ in range(10):
         world.reply(rng, roots)
+    resets_before = len(srv.catchups)
     srv.force_projection_reset()
     for _ in range(5):  # posted while the socket is being re-established
         world.reply(rng, roots)
@@ -1011,7 +1015,8 @@ async def test_projection_reset_and_25h_old_cursor_mid_stream(gw_factory, chatto
     for _ in range(10):
         world.reply(rng, roots)
     await wait_for(
-        lambda: any(c.reason == "authorization_changed" for c in srv.catchups),
+        # the session drops its cursor on projection_reset_required: a cursorless reset
+        lambda: any(c.path == "reset" for c in srv.catchups[resets_before:]),
         timeout=20,
         what="a reset catch-up after projection_reset_required",
     )

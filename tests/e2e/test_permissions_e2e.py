@@ -97,7 +97,12 @@ async def test_refused_reply_is_not_replayed_as_recovered_after_restart(h: Harne
     room = h.rooms["general"]
     h.chatto.revoke(room, h.bot_id, POST)  # now neither flat nor thread posts
     await wait_until(
-        lambda: _log(h).count(f"the bot lacks {POST}") >= 1, timeout=30, what="the viewer-state change to be warned"
+        # "message.post (": not the connect warning about message.post-in-thread. The reset
+        # after the permission change carries the new rows in room_upsert (issue 13: they
+        # used to be ignored when the room was known)
+        lambda: _log(h).count(f"the bot lacks {POST} (") >= 1,
+        timeout=30,
+        what="the viewer-state change to be warned",
     )
     assert h.model is not None
     c0 = len(h.model.chat_requests())
@@ -117,7 +122,7 @@ async def test_refused_reply_is_not_replayed_as_recovered_after_restart(h: Harne
     assert f"the bot lacks {POST} (the bot cannot post in this room" in log
     assert "The answer was not posted" in log and "Fix: grant" in log
     # one warning per room per permission change, not one per message
-    assert log.count(f"in #general ({room}) the bot lacks {POST}") == 1
+    assert log.count(f"in #general ({room}) the bot lacks {POST} (") == 1
     rows = [r for r in _obligations(h) if r[0] == "failed"]
     assert len(rows) == 1, _obligations(h)
 
