@@ -18,6 +18,7 @@ unit (module)           owns
 ``orphans``             the hermes-agent 0.19.0 orphaned-follow-up workaround
 ``sender``              the send path (and, module-wide, its resume registry)
 ``ops``                 edits/deletes/reactions/typing/room info
+``streams``             streamed answers: preview, final split, failed edits
 ``inbound``             realtime events → ingress → ``handle_message``
 ``lifecycle``           connect / disconnect
 ``boundary``            the error boundary of every host hook and realtime handler
@@ -49,6 +50,7 @@ from .rooms import RoomDirectory, find_member_room
 from .routing import route_reply
 from .secret import RedactedStr
 from .send import SendPath, send_result_from_report
+from .streaming import NO_SPLIT_LIMIT, StreamingReplies
 from .threads import ThreadIndex
 from .turns import TurnTracker
 from .workarounds import OrphanRescue
@@ -72,6 +74,12 @@ class ChattoAdapter(_Base):
     MAX_MESSAGE_LENGTH = DEFAULT_CHUNK_BYTES
     splits_long_messages = True
     supports_code_blocks = True
+    #: Streaming (hermes-agent ``gateway/stream_consumer.py``): messages are edited in place
+    #: (``MessageService/UpdateMessage``); every stream ends with a ``finalize=True`` edit
+    #: even when the text did not change, because the final split happens there
+    #: (:mod:`hermes_chatto.adapter.streaming`).
+    SUPPORTS_MESSAGE_EDITING = True
+    REQUIRES_EDIT_FINALIZE = True
 
     def __init__(
         self,
@@ -121,6 +129,7 @@ class ChattoAdapter(_Base):
         self.cursor = CursorKeeper(conn)
         self.sender = SendPath(conn, self.rooms, self.threads, boundary)
         self.ops = OutboundOps(self, conn, self.rooms)
+        self.streams = StreamingReplies(conn, self.sender.deliver)
         self.lifecycle = Lifecycle(
             self,
             conn,
@@ -177,6 +186,10 @@ class ChattoAdapter(_Base):
     def message_len_fn(self) -> Callable[[str], int]:
         """Length in UTF-8 **bytes** (Chatto's body limit unit)."""
         return lambda s: len(s.encode("utf-8"))
+
+    def streaming_overflow_limit(self) -> int:
+        """The stream consumer never splits (the adapter does, at finalize): UTF-8 bytes."""
+        return NO_SPLIT_LIMIT
 
     def session_key_for(self, source: Any) -> str:
         """The runner's session key for ``source`` (byte-identical; compat.session_key)."""
@@ -311,13 +324,26 @@ class ChattoAdapter(_Base):
             logger.info("Chatto: dropped output of a turn replaced by an edit")
             return compat.send_result(success=True)
         session_key, turn_trigger = self.turns.send_owner(chat_id, root, reply_to)
+        if self.streams.is_stream_send(metadata):
+            return await self.streams.open(
+                chat_id,
+                content,
+                root=root,
+                session_key=session_key,
+                turn_trigger=turn_trigger,
+                final=bool((metadata or {}).get("notify")),
+            )
         report = await self.deliver(
             chat_id, content, thread_root_event_id=root, session_key=session_key, turn_trigger=turn_trigger
         )
         return send_result_from_report(report)
 
     async def edit_message(self, chat_id: str, message_id: str, content: str, *, finalize: bool = False) -> Any:
-        """``MessageService/UpdateMessage`` of a message the bot sent (see :class:`OutboundOps`)."""
+        """``MessageService/UpdateMessage`` of a message the bot sent: a streamed answer's
+        through :class:`StreamingReplies` (preview, final split on ``finalize``), any other
+        through :class:`OutboundOps`."""
+        if self.streams.owns(message_id):
+            return await self.streams.edit(message_id, content, finalize=finalize)
         return await self.ops.edit_message(chat_id, message_id, content)
 
     async def delete_message(self, chat_id: str, message_id: str) -> bool:
