@@ -427,6 +427,13 @@ def outcome_succeeded(outcome: Any) -> bool:
     return bool(outcome == ProcessingOutcome.SUCCESS)
 
 
+def outcome_failed(outcome: Any) -> bool:
+    """Whether a processing ``outcome`` is ``ProcessingOutcome.FAILURE`` (not a cancel)."""
+    from gateway.platforms.base import ProcessingOutcome
+
+    return bool(outcome == ProcessingOutcome.FAILURE)
+
+
 def classify_send_error(err: BaseException | None, text: str) -> str:
     """The host's ``classify_send_error(err, text)`` (a ``SEND_ERROR_KINDS`` name), or
     ``"unknown"`` when the host has none or it fails."""

@@ -19,6 +19,7 @@ unit (module)           owns
 ``sender``              the send path (and, module-wide, its resume registry)
 ``ops``                 edits/deletes/reactions/typing/room info
 ``streams``             streamed answers: preview, final split, failed edits
+``reactions``           lifecycle reactions: accepted / done / failed
 ``inbound``             realtime events → ingress → ``handle_message``
 ``lifecycle``           connect / disconnect
 ``boundary``            the error boundary of every host hook and realtime handler
@@ -45,6 +46,7 @@ from .gap import GapRecovery
 from .inbound import Inbound
 from .lifecycle import Lifecycle
 from .outbound import OutboundOps
+from .reactions import LifecycleReactions
 from .registry import register_live, unregister_live
 from .rooms import RoomDirectory, find_member_room
 from .routing import route_reply
@@ -130,6 +132,7 @@ class ChattoAdapter(_Base):
         self.sender = SendPath(conn, self.rooms, self.threads, boundary)
         self.ops = OutboundOps(self, conn, self.rooms)
         self.streams = StreamingReplies(conn, self.sender.deliver)
+        self.reactions = LifecycleReactions(conn, self.ops)
         self.lifecycle = Lifecycle(
             self,
             conn,
@@ -236,25 +239,23 @@ class ChattoAdapter(_Base):
     # ------------------------------------------------------------------ host turn hooks
 
     async def on_processing_start(self, event: Any) -> None:
-        """Remember the turn (for edit replacement) and add the acknowledgement reaction
-        (``ack_reaction`` shortcode; off when empty) to an authorised trigger."""
+        """Remember the turn (for edit replacement); the accepted reaction (see
+        :class:`LifecycleReactions`)."""
         with self.boundary.guard("on_processing_start"):
             self.turns.started(event)
-            await self.ops.react(event, getattr(self.conn.settings, "ack_reaction", ""))
+            await self.reactions.accepted(event)
 
     async def on_processing_complete(self, event: Any, outcome: Any) -> None:
-        """Forget the turn; add ``done_reaction`` on success (off when empty). A turn
-        replaced by an edit hands over to its replacement here."""
+        """Forget the turn; the done / failed reaction (see :class:`LifecycleReactions`). A
+        turn replaced by an edit hands over to its replacement here."""
         with self.boundary.guard("on_processing_complete"):
             key, drained = self.turns.released(event)
             if self.edits.is_stale(key, event):
                 assert key is not None
                 await self.edits.finish(key, event)
                 return
-            ok = compat.outcome_succeeded(outcome)
-            self.turns.finished(event, drained, ok)
-            if ok:
-                await self.ops.react(event, getattr(self.conn.settings, "done_reaction", ""))
+            self.turns.finished(event, drained, compat.outcome_succeeded(outcome))
+            await self.reactions.finished(event, outcome)
 
     async def interrupt_session_activity(self, session_key: str, chat_id: str, metadata: Any = None) -> None:
         """The base behaviour, then the turn tracker's mark for the queue discard that

@@ -160,6 +160,7 @@ class Inbound:
             bot_in_thread=bot_in_thread,
             reply_in_thread=s.reply_in_thread,
             recently_created=self._threads.own,
+            allow_bots=getattr(s, "allow_bots", "none"),
         )
 
     def _observe(self, msg: ChattoMessage, retained: bool) -> None:

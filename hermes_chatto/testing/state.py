@@ -35,6 +35,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from hermes_chatto.emoji import is_shortcode
 from hermes_chatto.wire import errors as E
 
 from .cursors import Sealer, b64url, new_id, unb64url
@@ -91,7 +92,6 @@ BOT_USUAL_PERMISSIONS = (
     "message.react",
 )
 
-_EMOJI_RE = re.compile(r"^[a-z0-9_+\-]{1,64}$")
 _INVISIBLE = {"\u3164", "\u2800", "\u115f", "\u1160", "\uffa0"}
 _BOT_KEY_RE = re.compile(r"^cht_BK_(U[0-9A-Za-z]{14})\.([A-Za-z0-9_\-]+)$")
 
@@ -907,7 +907,8 @@ class ChattoState:
         canonical reply; adding an existing reaction is an idempotent success."""
         with self.lock:
             room = self._member_room(actor, room_id)
-            if not _EMOJI_RE.match(emoji or ""):
+            if not is_shortcode(emoji or ""):
+                # cli/internal/core/emoji.go resolveEmojiInput: only gemoji shortcode names
                 raise err("invalid_argument", "unsupported emoji")
             self._need(actor, room, "message.react")
             m = self._msg_in_room(room, message_event_id)

@@ -425,6 +425,9 @@ def test_get_message_other_room_is_not_found(srv, bot):
 
 
 def test_reactions_by_shortcode(srv, bot):
+    """Only gemoji shortcode names: anything else (Unicode, colons, a misspelled name that
+    has the shape of a shortcode) is ``invalid_argument`` "unsupported emoji", as in Chatto's
+    cli/internal/core/emoji.go ``resolveEmojiInput`` (called by cli/internal/core/reactions.go)."""
     w = srv.world
     m = srv.post(w.alice_id, w.general_id, "react to me")
     base = {"roomId": w.general_id, "messageEventId": m.event_id}
@@ -436,7 +439,7 @@ def test_reactions_by_shortcode(srv, bot):
         "previewUserIds": [w.bot_id],
     }
     assert "added" not in bot.ok("MessageService/AddReaction", dict(base, emoji="thumbsup"))  # idempotent success
-    for bad in ("👍", "Thumbsup", ":eyes:", ""):
+    for bad in ("👍", "Thumbsup", ":eyes:", "", "eyse", "white_check"):
         status, code, msg = err(bot.call("MessageService/AddReaction", dict(base, emoji=bad)))
         assert (status, code, msg) == (400, "invalid_argument", "unsupported emoji"), bad
     bot.ok("MessageService/AddReaction", dict(base, emoji="+1"))
