@@ -434,6 +434,43 @@ def outcome_failed(outcome: Any) -> bool:
     return bool(outcome == ProcessingOutcome.FAILURE)
 
 
+def approval_timeout_s() -> int:
+    """Seconds the host waits for an exec approval (``approvals.timeout`` in ``config.yaml``;
+    hermes-agent's default is 60), read through the public ``hermes_cli.config``."""
+    try:
+        from hermes_cli.config import load_config
+
+        return int((load_config().get("approvals") or {}).get("timeout", 60))
+    except Exception:  # noqa: BLE001 - the prompt's wording only
+        return 60
+
+
+def resolve_approval(session_key: str, choice: str) -> int:
+    """``tools.approval.resolve_gateway_approval(session_key, choice)`` (public; ``choice``
+    ``once``/``session``/``always``/``deny``): how many waiting approvals it unblocked."""
+    from tools.approval import resolve_gateway_approval
+
+    return int(resolve_gateway_approval(session_key, choice))
+
+
+def exec_approval_prompt_args(prompt: Any) -> dict[str, Any]:
+    """The fields of a newer host's ``ExecApprovalPrompt`` (passed to
+    ``_send_exec_approval_prompt``; hermes-agent > 0.19.0) as :meth:`send_exec_approval`
+    keyword arguments, read by feature detection (a missing field takes its 0.19.0
+    default; its action list decides which answers are offered)."""
+    actions = [str(a[1]) for a in (getattr(prompt, "actions", None) or ()) if len(a) > 1]
+    return {
+        "chat_id": str(getattr(prompt, "chat_id", "") or ""),
+        "command": str(getattr(prompt, "command", "") or ""),
+        "session_key": str(getattr(prompt, "session_key", "") or ""),
+        "description": str(getattr(prompt, "description", "") or "dangerous command"),
+        "metadata": getattr(prompt, "metadata", None),
+        "allow_permanent": ("always" in actions) if actions else bool(getattr(prompt, "allow_permanent", True)),
+        "allow_session": ("session" in actions) if actions else bool(getattr(prompt, "allow_session", True)),
+        "smart_denied": bool(getattr(prompt, "smart_denied", False)),
+    }
+
+
 def classify_send_error(err: BaseException | None, text: str) -> str:
     """The host's ``classify_send_error(err, text)`` (a ``SEND_ERROR_KINDS`` name), or
     ``"unknown"`` when the host has none or it fails."""

@@ -20,6 +20,7 @@ unit (module)           owns
 ``ops``                 edits/deletes/reactions/typing/room info
 ``streams``             streamed answers: preview, final split, failed edits
 ``reactions``           lifecycle reactions: accepted / done / failed
+``approvals``           exec approval prompts, answers by reaction or typed command
 ``inbound``             realtime events → ingress → ``handle_message``
 ``lifecycle``           connect / disconnect
 ``boundary``            the error boundary of every host hook and realtime handler
@@ -37,7 +38,9 @@ from typing import Any
 from .. import compat
 from ..delivery import DEFAULT_CHUNK_BYTES, DeliveryReport
 from ..logs import get_logger
+from ..wire.events import ReactionChanged
 from ..wire.types import ChattoRoom
+from .approvals import ExecApprovals
 from .boundary import ErrorBoundary
 from .conn import Conn
 from .cursor import CursorKeeper
@@ -82,6 +85,11 @@ class ChattoAdapter(_Base):
     #: (:mod:`hermes_chatto.adapter.streaming`).
     SUPPORTS_MESSAGE_EDITING = True
     REQUIRES_EDIT_FINALIZE = True
+    #: Chatto's composer sends a leading "/" as typed: its autocomplete reacts only to "@"
+    #: and ":" (chattocorp/chatto apps/frontend/src/lib/components/composer/
+    #: autocomplete.svelte.ts ``update()`` l. 53-55) and the body goes out unchanged
+    #: (submission.svelte.ts l. 157), so "/approve" reaches the bot.
+    typed_command_prefix = "/"
 
     def __init__(
         self,
@@ -133,6 +141,7 @@ class ChattoAdapter(_Base):
         self.ops = OutboundOps(self, conn, self.rooms)
         self.streams = StreamingReplies(conn, self.sender.deliver)
         self.reactions = LifecycleReactions(conn, self.ops)
+        self.approvals = ExecApprovals.for_adapter(self)
         self.lifecycle = Lifecycle(
             self,
             conn,
@@ -211,7 +220,7 @@ class ChattoAdapter(_Base):
     def _new_realtime(self) -> Any:
         settings = self.conn.settings
         kw: dict[str, Any] = {
-            "on_event": self.inbound.on_event,
+            "on_event": self._on_event,
             "retained_rooms": lambda: list(self.rooms.retained),
             "resume_cursor": self.cursor.cursor,
             "on_cursor": self.cursor.on_cursor,
@@ -222,6 +231,13 @@ class ChattoAdapter(_Base):
         from ..wire.realtime import RealtimeSession
 
         return RealtimeSession(settings.url, settings.bot_key, **kw)
+
+    async def _on_event(self, ev: Any) -> None:
+        """A realtime event: an answer to an approval prompt (reactions), then the inbound."""
+        if isinstance(ev, ReactionChanged):
+            with self.boundary.guard("approvals.on_reaction"):
+                await self.approvals.on_reaction(ev.room_id, ev.message_event_id, ev.emoji, ev.user_id, ev.added)
+        await self.inbound.on_event(ev)
 
     async def connect(self, *, is_reconnect: bool = False) -> bool:
         """Connect (see :mod:`hermes_chatto.adapter.lifecycle`); False after a fatal error."""
@@ -255,6 +271,7 @@ class ChattoAdapter(_Base):
                 await self.edits.finish(key, event)
                 return
             self.turns.finished(event, drained, compat.outcome_succeeded(outcome))
+            await self.approvals.turn_ended(event)
             await self.reactions.finished(event, outcome)
 
     async def interrupt_session_activity(self, session_key: str, chat_id: str, metadata: Any = None) -> None:
@@ -271,6 +288,51 @@ class ChattoAdapter(_Base):
         with self.boundary.guard("get_pending_message"):
             self.turns.pending_taken(session_key, ev)
         return ev
+
+    async def handle_message(self, event: Any) -> None:
+        """The base behaviour; a typed ``/approve`` / ``/deny`` also closes the open prompt."""
+        with self.boundary.guard("approvals.note_message"):
+            await self.approvals.note_message(event)
+        await super().handle_message(event)
+
+    # ------------------------------------------------------------------ exec approvals
+
+    @classmethod
+    def supports_exec_approval_buttons(cls) -> bool:
+        """Newer hosts' probe (hermes-agent > 0.19.0): this adapter renders its own prompt."""
+        return True
+
+    async def send_exec_approval(
+        self,
+        chat_id: str,
+        command: str,
+        session_key: str,
+        description: str = "dangerous command",
+        metadata: dict[str, Any] | None = None,
+        allow_permanent: bool = True,
+        smart_denied: bool = False,
+        **extra: Any,
+    ) -> Any:
+        """The approval prompt (see :class:`ExecApprovals`); hermes-agent 0.19.0's hook.
+        ``extra``: newer hosts' keywords (``allow_session``, ``request_id``)."""
+        try:
+            return await self.approvals.prompt(
+                chat_id,
+                command,
+                session_key,
+                description,
+                metadata,
+                allow_permanent=allow_permanent,
+                allow_session=bool(extra.get("allow_session", True)),
+                smart_denied=smart_denied,
+            )
+        except Exception as exc:  # noqa: BLE001 - the host then posts its plain-text prompt
+            self.boundary.report("send_exec_approval", exc)
+            return compat.send_result(success=False, error=f"approval prompt failed: {exc}")
+
+    async def _send_exec_approval_prompt(self, prompt: Any) -> Any:
+        """Newer hosts' hook: the same prompt from their ``ExecApprovalPrompt``."""
+        return await self.send_exec_approval(**compat.exec_approval_prompt_args(prompt))
 
     # ------------------------------------------------------------------ outbound
 
@@ -352,7 +414,11 @@ class ChattoAdapter(_Base):
         return await self.ops.delete_message(chat_id, message_id)
 
     async def send_typing(self, chat_id: str, metadata: Any = None) -> None:
-        """The typing indicator, rate-limited per room/thread (see :class:`OutboundOps`)."""
+        """The typing indicator, rate-limited per room/thread (see :class:`OutboundOps`); off
+        when the host's ``typing_indicator`` is off for this platform and while an approval
+        prompt waits in the chat."""
+        if getattr(self.config, "typing_indicator", True) is False or self.approvals.waiting(chat_id):
+            return
         await self.ops.send_typing(chat_id, metadata)
 
     async def stop_typing(self, chat_id: str, metadata: Any = None) -> None:

@@ -118,6 +118,19 @@ class OutboundOps:
             "chat_id": chat_id,
         }
 
+    async def add_reaction(self, chat_id: str, message_id: str, emoji: str) -> bool:
+        """The bot's own reaction ``emoji`` on ``message_id`` (e.g. an approval prompt's
+        answer options); False on any error (logged at DEBUG: decoration)."""
+        client = self._conn.client
+        if client is None:
+            return False
+        try:
+            await asyncio.wait_for(client.add_reaction(chat_id, message_id, emoji), timeout=REACTION_TIMEOUT_S)
+            return True
+        except Exception as exc:  # noqa: BLE001 - a reaction is decoration
+            logger.debug("Chatto: reaction %s on %s failed: %s", emoji, message_id, exc)
+            return False
+
     async def react(self, event: Any, emoji: str, *, remove: bool = False) -> bool:
         """Add (``remove``: take back) reaction ``emoji`` (a shortcode; nothing when empty)
         on an authorised trigger. True when the call succeeded."""
