@@ -543,3 +543,23 @@ async def test_thread_turns_with_thread_context_off_raise_nothing(unit, monkeypa
     assert not [
         r for r in caplog.records if "TypeError" in r.getMessage() or (r.exc_info and r.exc_info[0] is TypeError)
     ]
+
+
+async def test_typing_honours_the_hosts_toggle_and_pauses_while_an_approval_waits(unit):
+    from hermes_chatto.adapter.approvals import Pending
+
+    u = await unit()
+    u.adapter.ops.stop_typing(DM, None)
+    await u.adapter.send_typing(DM)
+    assert u.server.typing == [(DM, "")]
+    # an approval prompt waits in the DM: no typing until it is answered
+    u.adapter.approvals.pending.put("Eprompt", Pending(DM, "", "S", ALICE.id, "Alice", "body", ("x",)))
+    u.adapter.ops.stop_typing(DM, None)
+    await u.adapter.send_typing(DM)
+    assert u.server.typing == [(DM, "")]
+    u.adapter.approvals.pending.pop("Eprompt")
+    # the host's per-platform toggle (PlatformConfig.typing_indicator) off: never
+    u.adapter.config.typing_indicator = False
+    u.adapter.ops.stop_typing(DM, None)
+    await u.adapter.send_typing(DM)
+    assert u.server.typing == [(DM, "")]
