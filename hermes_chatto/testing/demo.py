@@ -12,6 +12,8 @@ Starts the local Chatto server, a scripted OpenAI-compatible model and the **rea
    to it in a thread; the agent's input shows ``[Earlier in this thread]`` with the
    report, marked as the bot's own;
 4. a long answer (≈25 kB) split into chunks of ≤ 10,000 bytes, all in one thread;
+   then the same with the model typing: streaming is on (``streaming: {enabled: true}``),
+   so a preview is posted and edited while it types and the final text is split once;
 5. a gateway restart in the middle of a thread: what happened while it was down (an
    unauthorised member's message and the bot's own post from outside the gateway) reaches
    the next turn exactly once — nothing lost, nothing repeated;
@@ -37,8 +39,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from hermes_chatto.delivery import DEFAULT_CHUNK_BYTES
 from hermes_chatto.testing.harness import Harness, Turn, install_nethook, utf8_len
-from hermes_chatto.testing.scripted_model import EARLIER_HEADER, is_own_line, parse_reply
+from hermes_chatto.testing.scripted_model import EARLIER_HEADER, is_own_line, long_reply, parse_reply
 from hermes_chatto.wire.types import MAX_BODY_BYTES
 
 REPORT = (
@@ -314,6 +317,27 @@ async def scenario_long(h: Harness, step: Step, verbose: bool = True) -> None:
     step.check(nums == sorted(nums) and len(nums) == len(set(nums)), "numbered lines arrive in order, once each")
 
 
+async def scenario_streamed(h: Harness, step: Step, verbose: bool = True) -> None:
+    """Streaming on (``streaming: {enabled: true}``): a model that types a ≈25 kB answer
+    (400-character chunks 50 ms apart). The host's stream consumer posts a preview and
+    edits it; at the end the adapter splits the final text once."""
+    edits0 = len(h.chatto.requests_for("/UpdateMessage"))
+    h.started_model.push({"content": long_reply("streamed"), "chunk_delay": 0.05})
+    t = await h.turn("streamed", "general", "@helper_bot stream me the release notes as you write them")
+    step.turns.append(t)
+    _show_turn(step, h, t, False)
+    answer = long_reply("streamed")
+    edits = len(h.chatto.requests_for("/UpdateMessage")) - edits0
+    sizes = [utf8_len(m.body) for m in t.replies]
+    expected = -(-utf8_len(answer) // DEFAULT_CHUNK_BYTES)
+    step.note(f"preview edits while the model typed: {edits}; final messages: {sizes} bytes")
+    step.check(edits >= 2, "the preview was edited while the answer streamed in")
+    step.check(len(t.replies) == expected, f"the final text is {expected} messages (⌈{utf8_len(answer)} / 9,000⌉)")
+    joined = "".join(m.body or "" for m in t.replies)
+    step.check("".join(joined.split()) == "".join(answer.split()), "they reassemble to the model's text, nothing twice")
+    step.check(bool(t.replies) and t.replies[0].is_edited, "the first message is the edited preview")
+
+
 async def scenario_restart(h: Harness, step: Step, verbose: bool = True) -> None:
     """Gateway restart in the middle of a thread: nothing lost, nothing repeated."""
     t1 = await h.turn("restart-1", "general", "@helper_bot let's plan the database migration")
@@ -395,6 +419,7 @@ SCENARIOS: list[tuple[str, Callable[[Harness, Step, bool], Awaitable[object]]]] 
     ("A channel mention", scenario_mention),
     ("The cron case: report via `hermes send`, thread reply an hour later", scenario_cron),
     ("A long answer split into chunks", scenario_long),
+    ("A streamed answer: a preview while the model types, the final split once", scenario_streamed),
     ("Gateway restart in the middle of a thread", scenario_restart),
     ("Zero connections outside loopback", scenario_network),
 ]
@@ -419,7 +444,12 @@ async def run(argv: list[str] | None = None, out: Callable[[str], None] = print)
     args = ap.parse_args(argv)
     verbose = not args.quiet
 
-    h = Harness(mode="inprocess" if args.inprocess else "subprocess", keep=args.keep, turn_timeout=30.0)
+    h = Harness(
+        mode="inprocess" if args.inprocess else "subprocess",
+        keep=args.keep,
+        turn_timeout=30.0,
+        extra_config={"streaming": {"enabled": True, "edit_interval": 0.3}},
+    )
     install_nethook(h.nethook_log)
     steps: list[Step] = []
     t0 = time.monotonic()
