@@ -12,8 +12,9 @@ Starts the local Chatto server, a scripted OpenAI-compatible model and the **rea
    to it in a thread; the agent's input shows ``[Earlier in this thread]`` with the
    report, marked as the bot's own;
 4. a long answer (≈25 kB) split into chunks of ≤ 10,000 bytes, all in one thread;
-   then the same with the model typing: streaming is on (``streaming: {enabled: true}``),
-   so a preview is posted and edited while it types and the final text is split once;
+   then the same with the model typing and streaming on (``streaming: {enabled: true}``,
+   a second gateway): a preview is posted and edited while it types, the final text is
+   split once;
 5. a gateway restart in the middle of a thread: what happened while it was down (an
    unauthorised member's message and the bot's own post from outside the gateway) reaches
    the next turn exactly once — nothing lost, nothing repeated;
@@ -318,13 +319,24 @@ async def scenario_long(h: Harness, step: Step, verbose: bool = True) -> None:
 
 
 async def scenario_streamed(h: Harness, step: Step, verbose: bool = True) -> None:
-    """Streaming on (``streaming: {enabled: true}``): a model that types a ≈25 kB answer
-    (400-character chunks 50 ms apart). The host's stream consumer posts a preview and
-    edits it; at the end the adapter splits the final text once."""
+    """Streaming on (``streaming: {enabled: true}`` in a second Hermes home, its own gateway,
+    Chatto server and model, so the other steps run as configured by default): a model that
+    types a ≈25 kB answer (400-character chunks 50 ms apart). The host's stream consumer
+    posts a preview and edits it; at the end the adapter splits the final text once."""
+    s = Harness(mode=h.mode, turn_timeout=30.0, extra_config={"streaming": {"enabled": True, "edit_interval": 0.3}})
+    await s.start()
+    try:
+        step.note("a second gateway with `streaming: {enabled: true}` in its config.yaml")
+        await _streamed_turn(s, step)
+        step.check(not s.outbound_attempts(), "the second gateway made no connection outside loopback either")
+    finally:
+        await s.stop()
+
+
+async def _streamed_turn(h: Harness, step: Step) -> None:
     edits0 = len(h.chatto.requests_for("/UpdateMessage"))
     h.started_model.push({"content": long_reply("streamed"), "chunk_delay": 0.05})
     t = await h.turn("streamed", "general", "@helper_bot stream me the release notes as you write them")
-    step.turns.append(t)
     _show_turn(step, h, t, False)
     answer = long_reply("streamed")
     edits = len(h.chatto.requests_for("/UpdateMessage")) - edits0
@@ -444,12 +456,7 @@ async def run(argv: list[str] | None = None, out: Callable[[str], None] = print)
     args = ap.parse_args(argv)
     verbose = not args.quiet
 
-    h = Harness(
-        mode="inprocess" if args.inprocess else "subprocess",
-        keep=args.keep,
-        turn_timeout=30.0,
-        extra_config={"streaming": {"enabled": True, "edit_interval": 0.3}},
-    )
+    h = Harness(mode="inprocess" if args.inprocess else "subprocess", keep=args.keep, turn_timeout=30.0)
     install_nethook(h.nethook_log)
     steps: list[Step] = []
     t0 = time.monotonic()

@@ -722,7 +722,22 @@ class Harness:
                 return False
             return all(not getattr(a, "_active_sessions", {}) for a in r.adapters.values())
         st = self._gateway_state()
-        return int(st.get("active_agents") or 0) == 0
+        return int(st.get("active_agents") or 0) == 0 and self._triggers_settled()
+
+    def _triggers_settled(self) -> bool:
+        """No trigger of this harness still carries the bot's accepted reaction (👀, the
+        default ``ack_reaction``): the host has run ``on_processing_complete`` for each, so
+        its session guard is released. ``active_agents`` drops to 0 earlier than that, and
+        with streaming on the answer is visible before the agent's run ends: a person who
+        writes in that window meets a busy session."""
+        state = getattr(self.chatto, "state", None)
+        if state is None:
+            return True
+        for t in self.turns[-8:]:
+            m = state.messages.get(t.trigger.event_id)
+            if m is not None and self.bot_id in (m.reactions.get("eyes") or ()):
+                return False
+        return True
 
     async def wait_idle(self, timeout: float | None = None) -> None:
         await wait_until(self.gateway_idle, timeout=timeout or self.turn_timeout, what="the gateway to finish its turn")
