@@ -348,6 +348,8 @@ def test_whitespace_only_body_is_rejected(srv, bot, body):
 
 
 def test_slow_mode(srv, bot):
+    """Chatto's cli/internal/core/message_model.go ``slowModeNextPostAt`` /
+    cli/internal/core/errors.go ``SlowModeActiveError`` → ``resource_exhausted``."""
     w = srv.world
     srv.set_slow_mode(w.general_id, 60)
     t0 = time.time()
@@ -369,6 +371,8 @@ def test_slow_mode(srv, bot):
 
 
 def test_edit_within_3h_window_then_expired(srv, bot):
+    """Chatto's cli/internal/core/errors.go ``MessageEditWindow`` (3 h) /
+    ``ErrEditWindowExpired`` → ``failed_precondition`` (cli/internal/connectapi/errors.go)."""
     w = srv.world
     m = bot.ok("MessageService/CreateMessage", {"roomId": w.general_id, "body": "v1"})["message"]
     e = bot.ok("MessageService/UpdateMessage", {"roomId": w.general_id, "eventId": m["id"], "body": "v2"})["message"]
@@ -378,6 +382,29 @@ def test_edit_within_3h_window_then_expired(srv, bot):
         bot.call("MessageService/UpdateMessage", {"roomId": w.general_id, "eventId": m["id"], "body": "v3"})
     )
     assert (status, code, msg) == (400, "failed_precondition", "edit window has expired")
+
+
+def test_slow_mode_covers_thread_replies_not_edits_and_deletes_outlive_the_edit_window(srv, bot):
+    """What a streamed answer's fallback relies on: slow mode refuses a thread reply
+    (cli/internal/core/message_model.go, ``KindChannel`` posts), an edit is not a post (no slow
+    mode on ``UpdateMessage``), and an author may delete its own message after the 3-hour
+    edit window (``DeleteMessage`` authorises with an empty ``messageMutationAuthorization``,
+    cli/internal/core/message_model.go / messages.go)."""
+    w = srv.world
+    root = srv.post(w.alice_id, w.general_id, "a root")
+    srv.set_slow_mode(w.general_id, 60)
+    m = bot.ok(
+        "MessageService/CreateMessage", {"roomId": w.general_id, "body": "one", "threadRootEventId": root.event_id}
+    )["message"]
+    status, code, _ = err(
+        bot.call(
+            "MessageService/CreateMessage", {"roomId": w.general_id, "body": "two", "threadRootEventId": root.event_id}
+        )
+    )
+    assert (status, code) == (429, "resource_exhausted")
+    bot.ok("MessageService/UpdateMessage", {"roomId": w.general_id, "eventId": m["id"], "body": "one, edited"})
+    srv.advance_clock(3 * 3600 + 1)
+    assert bot.ok("MessageService/DeleteMessage", {"roomId": w.general_id, "eventId": m["id"]})["deleted"] is True
 
 
 def test_backdated_message_is_outside_the_edit_window(srv):
