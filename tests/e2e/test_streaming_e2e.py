@@ -147,3 +147,21 @@ async def test_restart_right_after_a_streamed_answer_does_not_quote_it_back(h: H
     t2 = await h.turn("stream-restart-2", "general", "and after the restart, what is step two?", thread_root=root)
     assert not any(is_own_line(ln) for ln in t2.block_lines), t2.block_lines
     assert "Streamed plan" not in (t2.block or "")
+
+
+async def test_a_tool_call_between_two_streamed_segments_shows_each_once(h: Harness):
+    h.started_model.push(
+        {
+            "content": "Let me look that up first.",
+            "tool_calls": [{"name": "terminal", "arguments": {"command": "echo hi"}}],
+        },
+        {"content": "The check says hi. " * 30, "chunk_delay": 0.02},
+    )
+    t = await h.turn("stream-tool", "general", "@helper_bot check something with a tool, streamed")
+    await h.wait_idle()
+    msgs = await h.bot_messages_since(t.trigger)
+    bodies = [m.body or "" for m in msgs]
+    assert sum("Let me look that up first." in b for b in bodies) <= 1, bodies
+    final = ("The check says hi. " * 30).strip()
+    assert sum(_squash(final) in _squash(b) for b in bodies) == 1, bodies
+    assert {m.thread_root_event_id for m in msgs} == {t.trigger.event_id}
