@@ -94,3 +94,21 @@ def test_typed_answer_and_expiry_close_the_prompt(monkeypatch):
 
     asyncio.run(run())
     assert "NOT run" in host.edits[-1][1] and not unit.waiting("R")
+
+
+def test_a_newer_hosts_prompt_object_maps_to_the_0_19_hook():
+    from hermes_chatto import compat
+
+    prompt = SimpleNamespace(
+        chat_id="R",
+        session_key="S",
+        command="rm -rf /tmp/x",
+        description="delete",
+        metadata={"thread_id": "E1"},
+        actions=[("Allow Once", "once", ""), ("Deny", "deny", "")],
+    )
+    args = compat.exec_approval_prompt_args(prompt)
+    assert args["chat_id"] == "R" and args["command"] == "rm -rf /tmp/x" and args["metadata"] == {"thread_id": "E1"}
+    assert args["allow_permanent"] is False and args["allow_session"] is False
+    bare = compat.exec_approval_prompt_args(SimpleNamespace(chat_id="R", session_key="S", command="ls"))
+    assert bare["allow_permanent"] is True and bare["description"] == "dangerous command"
