@@ -19,6 +19,7 @@ unit (module)           owns
 ``sender``              the send path (and, module-wide, its resume registry)
 ``ops``                 edits/deletes/reactions/typing/room info
 ``inbound``             realtime events → ingress → ``handle_message``
+``media``               inbound attachments of a turn: download, cache, order
 ``lifecycle``           connect / disconnect
 ``boundary``            the error boundary of every host hook and realtime handler
 ======================  =========================================================
@@ -43,6 +44,7 @@ from .edits import EditReplacement
 from .gap import GapRecovery
 from .inbound import Inbound
 from .lifecycle import Lifecycle
+from .media import InboundMedia
 from .outbound import OutboundOps
 from .registry import register_live, unregister_live
 from .rooms import RoomDirectory, find_member_room
@@ -118,6 +120,7 @@ class ChattoAdapter(_Base):
             session_key_for=self.session_key_for,
         )
         self.inbound.gap, self.inbound.edits = self.gap, self.edits
+        self.media = self.inbound.media = InboundMedia(conn, boundary)
         self.cursor = CursorKeeper(conn)
         self.sender = SendPath(conn, self.rooms, self.threads, boundary)
         self.ops = OutboundOps(self, conn, self.rooms)
@@ -218,6 +221,7 @@ class ChattoAdapter(_Base):
     async def disconnect(self) -> None:
         """Stop the realtime session and close the HTTP client (idempotent)."""
         unregister_live(self._scope, self)
+        await self.media.close()
         await self.lifecycle.disconnect()
 
     # ------------------------------------------------------------------ host turn hooks
