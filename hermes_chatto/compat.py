@@ -475,3 +475,12 @@ def cache_media(kind: str, data: bytes, name: str) -> str:
     if kind == "video":
         return str(base.cache_video_from_bytes(data, ext=name))
     return str(base.cache_document_from_bytes(data, name))
+
+
+def media_path_ok(path: str) -> bool:
+    """Whether the host allows ``path`` as an outbound attachment
+    (``validate_media_delivery_path``: an existing regular file outside the credential
+    denylist; stricter in ``gateway.strict`` mode)."""
+    from gateway.platforms.base import validate_media_delivery_path
+
+    return validate_media_delivery_path(path) is not None

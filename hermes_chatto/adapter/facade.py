@@ -17,6 +17,7 @@ unit (module)           owns
 ``cursor``              the realtime resume cursor (persisted)
 ``orphans``             the hermes-agent 0.19.0 orphaned-follow-up workaround
 ``sender``              the send path (and, module-wide, its resume registry)
+``media_out``           the host's media calls (send_image_file, send_document, …) → the send path
 ``ops``                 edits/deletes/reactions/typing/room info
 ``inbound``             realtime events → ingress → ``handle_message``
 ``media``               inbound attachments of a turn: download, cache, order
@@ -53,6 +54,7 @@ from .secret import RedactedStr
 from .send import SendPath, send_result_from_report
 from .threads import ThreadIndex
 from .turns import TurnTracker
+from .uploads import MediaSender, OutboundFile
 from .workarounds import OrphanRescue
 
 logger = get_logger("hermes_chatto.adapter")
@@ -123,6 +125,7 @@ class ChattoAdapter(_Base):
         self.media = self.inbound.media = InboundMedia(conn, boundary)
         self.cursor = CursorKeeper(conn)
         self.sender = SendPath(conn, self.rooms, self.threads, boundary)
+        self.media_out = MediaSender(self, self.sender)
         self.ops = OutboundOps(self, conn, self.rooms)
         self.lifecycle = Lifecycle(
             self,
@@ -319,6 +322,71 @@ class ChattoAdapter(_Base):
             chat_id, content, thread_root_event_id=root, session_key=session_key, turn_trigger=turn_trigger
         )
         return send_result_from_report(report)
+
+    # -- attachments: every media call is one post through the send path (adapter/uploads.py)
+
+    async def send_image_file(
+        self,
+        chat_id: str,
+        image_path: str,
+        caption: str | None = None,
+        reply_to: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> Any:
+        """Upload ``image_path`` and post it (with ``caption``) as a Chatto attachment."""
+        return await self.media_out.send_files(chat_id, [OutboundFile(image_path)], caption, reply_to, metadata)
+
+    async def send_document(
+        self,
+        chat_id: str,
+        file_path: str,
+        caption: str | None = None,
+        file_name: str | None = None,
+        reply_to: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> Any:
+        """Upload ``file_path`` (shown as ``file_name``) and post it as an attachment."""
+        f = OutboundFile(file_path, filename=file_name or "")
+        return await self.media_out.send_files(chat_id, [f], caption, reply_to, metadata)
+
+    async def send_voice(
+        self,
+        chat_id: str,
+        audio_path: str,
+        caption: str | None = None,
+        reply_to: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> Any:
+        """Upload an audio file and post it as an attachment (Chatto has no voice bubble)."""
+        return await self.media_out.send_files(chat_id, [OutboundFile(audio_path)], caption, reply_to, metadata)
+
+    async def send_video(
+        self,
+        chat_id: str,
+        video_path: str,
+        caption: str | None = None,
+        reply_to: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> Any:
+        """Upload a video and post it as an attachment (the server may refuse video uploads)."""
+        return await self.media_out.send_files(chat_id, [OutboundFile(video_path)], caption, reply_to, metadata)
+
+    async def send_multiple_images(
+        self,
+        chat_id: str,
+        images: list[tuple[str, str]],
+        metadata: dict[str, Any] | None = None,
+        human_delay: float = 0.0,
+    ) -> None:
+        """Local images in one post (≤ 10 per message, more → several in order); remote URLs
+        through the host's default (a link each)."""
+        rest = await self.media_out.send_images(chat_id, images, metadata)
+        if rest:
+            await super().send_multiple_images(chat_id, rest, metadata=metadata, human_delay=human_delay)
 
     async def edit_message(self, chat_id: str, message_id: str, content: str, *, finalize: bool = False) -> Any:
         """``MessageService/UpdateMessage`` of a message the bot sent (see :class:`OutboundOps`)."""

@@ -253,13 +253,13 @@ class Inbound:
             return
         await self._dispatch_turn(event, msg, d.thread_id)
 
-    async def _dispatch_with_media(self, event: Any, msg: ChattoMessage, thread_id: str) -> None:
+    async def _dispatch_with_media(self, event: Any, msg: ChattoMessage, thread_id: str | None) -> None:
         media = self.media
         if media is not None and msg.attachments:
             media.apply(event, await media.collect(msg))
         await self._dispatch_turn(event, msg, thread_id)
 
-    async def _dispatch_turn(self, event: Any, msg: ChattoMessage, thread_id: str) -> None:
+    async def _dispatch_turn(self, event: Any, msg: ChattoMessage, thread_id: str | None) -> None:
         await self.dispatch(event)
         if thread_id and _is_command(event):
             self._turns.command_handled(msg.event_id)
