@@ -29,7 +29,8 @@ from urllib.parse import unquote
 
 from .. import compat
 from ..logs import get_logger
-from ..wire.errors import ChattoError
+from ..wire.errors import ChattoError, ChattoPermissionDenied
+from .permissions import PERM_ATTACH, refusal_warning
 
 logger = get_logger("hermes_chatto.adapter.uploads")
 
@@ -74,6 +75,11 @@ async def upload_files(client: Any, room_id: str, files: Sequence[OutboundFile])
     for f in files:
         try:
             asset = await assets.upload_file(room_id, f.path, filename=f.name, content_type=f.mime)
+        except ChattoPermissionDenied as exc:
+            staged.failed.append((f.name, "the bot lacks the message.attach permission in this room"))
+            staged.error = staged.error or exc
+            logger.warning("%s", refusal_warning(room_id, PERM_ATTACH, detail=f"{f.name} was not attached."))
+            continue
         except ChattoError as exc:
             reason = f"{exc.code}: {exc.message or exc}"
             staged.failed.append((f.name, reason))
