@@ -195,12 +195,13 @@ class InboundMedia:
         counters = self._conn.counters
         label = self._label(att)
         cap = self._file_cap()
+        total = int(self._conn.settings.attachment_total_bytes)
+        by_total = remaining is not None and (not cap or remaining < cap)
         if remaining is not None:
             if remaining <= 0:
                 counters["media_refused"] += 1
                 turn.notes.append(
-                    f"{label}: not downloaded: this message's attachments are over the "
-                    f"{_mb(int(self._conn.settings.attachment_total_bytes))} total limit"
+                    f"{label}: not downloaded: this message's attachments are over the {_mb(total)} total limit"
                 )
                 return remaining
             cap = min(cap, remaining) if cap else remaining
@@ -215,7 +216,8 @@ class InboundMedia:
         except AssetTooLargeError as exc:
             counters["media_refused"] += 1
             size = f" is {_mb(exc.size)}," if exc.size else " is"
-            turn.notes.append(f"{label}: not downloaded: it{size} over the {_mb(exc.limit)} limit")
+            limit = f"{_mb(total)} total limit for one message" if by_total else f"{_mb(exc.limit)} limit"
+            turn.notes.append(f"{label}: not downloaded: it{size} over the {limit}")
             return remaining
         except ChattoError as exc:
             counters["media_failed"] += 1
