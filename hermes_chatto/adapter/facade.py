@@ -290,14 +290,17 @@ class ChattoAdapter(_Base):
         thread_root_event_id: str,
         session_key: str | None = None,
         turn_trigger: str | None = None,
+        files: Any = (),
     ) -> DeliveryReport:
-        """Post ``content`` through the one send path (see :meth:`SendPath.deliver`)."""
+        """Post ``content`` (with ``files`` attached) through the one send path (see
+        :meth:`SendPath.deliver`)."""
         return await self.sender.deliver(
             chat_id,
             content,
             thread_root_event_id=thread_root_event_id,
             session_key=session_key,
             turn_trigger=turn_trigger,
+            files=files,
         )
 
     async def send(

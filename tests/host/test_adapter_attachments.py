@@ -99,3 +99,33 @@ async def test_a_media_reply_from_the_agent_is_attached_in_the_thread(gateway, t
     msgs = bot_msgs(gw, ids["general"], root.event_id)
     assert [m.body for m in msgs if not m.attachments] == ["Done."]
     assert [a.filename for m in msgs for a in m.attachments] == ["plot.png"]
+
+
+async def test_tool_and_standalone_sender_attach_the_same_way(gateway, tmp_path):
+    import asyncio
+    import json
+
+    from gateway.config import Platform
+
+    import hermes_chatto
+    from hermes_chatto.tools import chatto_send_message
+
+    gw = await gateway()
+    ids = gw.ids
+    p = tmp_path / "summary.md"
+    p.write_text("# all good\n")
+    out = json.loads(
+        await asyncio.to_thread(chatto_send_message, {"room": "general", "text": "summary", "files": [str(p)]})
+    )
+    assert out.get("ok"), out
+    pconfig = gw.runner.config.platforms[Platform("chatto")]
+    res = await hermes_chatto._standalone_send(pconfig, ids["general"], "summary", media_files=[(str(p), False)])
+    assert res.get("success"), res
+    by_id = {m.event_id: m for m in gw.world.room_messages(ids["general"])}
+    tool_msg, standalone_msg = by_id[out["message_ids"][-1]], by_id[res["message_ids"][-1]]
+    for m in (tool_msg, standalone_msg):
+        assert m.body == "summary" and [a.filename for a in m.attachments] == ["summary.md"]
+    refused = json.loads(
+        await asyncio.to_thread(chatto_send_message, {"room": "general", "text": "x", "files": ["/etc/shadow"]})
+    )
+    assert refused["error"].startswith("refused: not a file the bot may send")

@@ -178,3 +178,22 @@ def test_failure_notice_and_file_urls():
     assert failure_notice([("a", "x"), ("b", "y")]).count("\n- ") == 2
     assert file_path_of("file:///tmp/a%20b.png") == "/tmp/a b.png"
     assert file_path_of("https://x/y.png") is None
+
+
+def test_earlier_block_lists_attachments_by_name_and_type_only():
+    from hermes_chatto.frontier.render import render_block
+
+    atts = (ChattoAttachment("A1", "shot.png", "image/png", url="/assets/files/A1?access=secret"),)
+    m = ChattoMessage(
+        "E2",
+        "R1",
+        "U1",
+        body="see",
+        created_at=1_767_175_200.0,
+        thread_root_event_id="E1",
+        attachment_names=("shot.png",),
+        attachments=atts,
+    )
+    block = render_block([m], bot_user_id="Ubot", users={}, max_bytes=2000)
+    assert "(attachment: shot.png [image/png])" in block
+    assert "access=" not in block and "/assets/" not in block  # never a download link
