@@ -203,3 +203,12 @@ async def test_hermes_send_with_media_attaches_like_a_reply(h: Harness, files_di
     assert with_files[0].attachments[0].filename == "nightly.txt"
     assert "Nightly report attached" in (with_files[0].body or "")
     assert h.chatto.assets.assets[with_files[0].attachments[0].id].data == doc.read_bytes()
+
+
+async def test_demo_scenario_shows_one_attachment_each_way(h: Harness):
+    from hermes_chatto.testing import demo
+
+    lines: list[str] = []
+    step = demo.Step(0, "attachments", out=lines.append)
+    await demo.scenario_attachments(h, step)
+    assert step.ok, "\n".join(step.failures() + lines)
