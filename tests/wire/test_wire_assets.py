@@ -165,4 +165,3 @@ async def test_http_errors_are_download_errors():
                 ChattoAttachment(id="A1", url="/assets/files/A1"), room_id="R", max_bytes=0, timeout=5
             )
     assert ei.value.http_status == 500
-
