@@ -256,7 +256,10 @@ class Inbound:
     async def _dispatch_with_media(self, event: Any, msg: ChattoMessage, thread_id: str | None) -> None:
         media = self.media
         if media is not None and msg.attachments:
-            media.apply(event, await media.collect(msg))
+            turn = None
+            with self._boundary.guard("media.collect"):  # a bug here must not lose the turn
+                turn = await media.collect(msg)
+            media.apply(event, turn if turn is not None else media.unprocessed(msg))
         await self._dispatch_turn(event, msg, thread_id)
 
     async def _dispatch_turn(self, event: Any, msg: ChattoMessage, thread_id: str | None) -> None:

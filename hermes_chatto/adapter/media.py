@@ -249,6 +249,10 @@ class InboundMedia:
             except UnicodeDecodeError:
                 pass  # binary after all: the host's path note points at the cached file
 
+    def unprocessed(self, msg: ChattoMessage) -> MediaTurn:
+        """The turn's note when collecting failed unexpectedly: every file is named."""
+        return MediaTurn(notes=[f"{self._label(a)}: could not be processed" for a in msg.attachments])
+
     def apply(self, event: Any, turn: MediaTurn) -> None:
         """Put ``turn`` on a host ``MessageEvent`` (text, media lists, message type)."""
         event.text = turn.text(event.text or "")

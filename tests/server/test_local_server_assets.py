@@ -304,3 +304,17 @@ def test_non_members_are_refused(srv, bot):
 def test_get_asset_of_another_room_is_not_found(srv, bot):
     aid = upload(bot, srv.general_id, b"r", "r.txt")
     assert code_of(bot.call("AssetService/GetAsset", {"roomId": srv.dm_id, "assetId": aid})) == "not_found"
+
+
+def test_cli_post_with_a_file_attaches_it(srv, tmp_path, capsys):
+    from hermes_chatto.testing import cli
+    from hermes_chatto.testing.admin import run_op
+
+    p = tmp_path / "notes.txt"
+    p.write_text("cli file\n")
+    status, data = run_op(srv, "post", {"as": "alice", "room": "general", "text": "", "files": [cli._file_arg(str(p))]})
+    assert status == 200, data
+    att = data["message"]["attachments"][0]
+    assert att["filename"] == "notes.txt" and att["content_type"] == "text/plain"
+    assert srv.assets.assets[att["id"]].data == b"cli file\n"
+    assert "(attachments: notes.txt [text/plain])" in cli.format_message(data["message"])
