@@ -197,3 +197,21 @@ def test_earlier_block_lists_attachments_by_name_and_type_only():
     block = render_block([m], bot_user_id="Ubot", users={}, max_bytes=2000)
     assert "(attachment: shot.png [image/png])" in block
     assert "access=" not in block and "/assets/" not in block  # never a download link
+
+
+def test_deliver_chunks_passes_asset_ids_only_where_planned():
+    from hermes_chatto.delivery import DeliveryReport, deliver_chunks
+
+    calls = []
+
+    class Poster:
+        async def create_message(self, room_id, body, *, thread_root_event_id="", **kw):
+            calls.append((body, kw.get("attachment_asset_ids")))
+            return SimpleNamespace(event_id=f"E{len(calls)}")
+
+    bodies, groups = attachment_plan(["text"], [f"A{i}" for i in range(11)])
+    report = asyncio.run(deliver_chunks(Poster(), "R", bodies, thread_root_event_id="Er", attachments=groups))
+    assert report.ok and report.sent_ids == ["E1", "E2"]
+    assert calls == [("text", [f"A{i}" for i in range(10)]), ("", ["A10"])]
+    failed = DeliveryReport(sent_ids=["E1"], total=1, failed_uploads=["big.pdf: not_found: gone"])
+    assert not failed.ok and failed.describe() == "sent 1 message(s); could not attach big.pdf: not_found: gone"
