@@ -54,7 +54,7 @@ from .secret import RedactedStr
 from .send import SendPath, send_result_from_report
 from .threads import ThreadIndex
 from .turns import TurnTracker
-from .uploads import MediaSender, OutboundFile
+from .uploads import MediaSender
 from .workarounds import OrphanRescue
 
 logger = get_logger("hermes_chatto.adapter")
@@ -328,55 +328,22 @@ class ChattoAdapter(_Base):
 
     # -- attachments: every media call is one post through the send path (adapter/uploads.py)
 
-    async def send_image_file(
-        self,
-        chat_id: str,
-        image_path: str,
-        caption: str | None = None,
-        reply_to: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kw: Any,
-    ) -> Any:
+    # (reply_to= / metadata= arrive in **kw, as the host passes them; see MediaSender.send_files)
+    async def send_image_file(self, chat_id: str, image_path: str, caption: str | None = None, **kw: Any) -> Any:
         """Upload ``image_path`` and post it (with ``caption``) as a Chatto attachment."""
-        return await self.media_out.send_files(chat_id, [OutboundFile(image_path)], caption, reply_to, metadata)
+        return await self.media_out.send_path(chat_id, image_path, caption, **kw)
 
-    async def send_document(
-        self,
-        chat_id: str,
-        file_path: str,
-        caption: str | None = None,
-        file_name: str | None = None,
-        reply_to: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kw: Any,
-    ) -> Any:
-        """Upload ``file_path`` (shown as ``file_name``) and post it as an attachment."""
-        f = OutboundFile(file_path, filename=file_name or "")
-        return await self.media_out.send_files(chat_id, [f], caption, reply_to, metadata)
+    async def send_document(self, chat_id: str, file_path: str, caption: str | None = None, **kw: Any) -> Any:
+        """Upload ``file_path`` (shown as ``file_name=``) and post it as an attachment."""
+        return await self.media_out.send_path(chat_id, file_path, caption, **kw)
 
-    async def send_voice(
-        self,
-        chat_id: str,
-        audio_path: str,
-        caption: str | None = None,
-        reply_to: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kw: Any,
-    ) -> Any:
+    async def send_voice(self, chat_id: str, audio_path: str, caption: str | None = None, **kw: Any) -> Any:
         """Upload an audio file and post it as an attachment (Chatto has no voice bubble)."""
-        return await self.media_out.send_files(chat_id, [OutboundFile(audio_path)], caption, reply_to, metadata)
+        return await self.media_out.send_path(chat_id, audio_path, caption, **kw)
 
-    async def send_video(
-        self,
-        chat_id: str,
-        video_path: str,
-        caption: str | None = None,
-        reply_to: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kw: Any,
-    ) -> Any:
+    async def send_video(self, chat_id: str, video_path: str, caption: str | None = None, **kw: Any) -> Any:
         """Upload a video and post it as an attachment (the server may refuse video uploads)."""
-        return await self.media_out.send_files(chat_id, [OutboundFile(video_path)], caption, reply_to, metadata)
+        return await self.media_out.send_path(chat_id, video_path, caption, **kw)
 
     async def send_multiple_images(
         self,

@@ -180,6 +180,23 @@ class MediaSender:
             report.error = report.error or ChattoError("file not allowed", code="not_allowed")
         return send_result_from_report(report)
 
+    async def send_path(
+        self,
+        chat_id: str,
+        path: str,
+        caption: str | None = None,
+        *,
+        reply_to: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        file_name: str | None = None,
+        **_host_extras: Any,
+    ) -> Any:
+        """One file (the host's ``send_image_file`` / ``send_document`` / ``send_voice`` /
+        ``send_video`` keywords; extras such as ``duration`` are ignored)."""
+        return await self.send_files(
+            chat_id, [OutboundFile(path, filename=file_name or "")], caption, reply_to, metadata
+        )
+
     async def send_images(
         self, chat_id: str, images: Sequence[tuple[str, str]], metadata: dict[str, Any] | None = None
     ) -> list[tuple[str, str]]:
