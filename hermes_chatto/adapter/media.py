@@ -115,6 +115,17 @@ class MediaTurn:
         return "\n\n".join(parts)
 
 
+def retext(event_text: str, old_body: str, new_body: str) -> str:
+    """The turn text of an edited trigger: the attachments' notes and inlined files
+    (:meth:`MediaTurn.text` put them in front of ``old_body``) are kept, the body replaced.
+    Without them (or when the text does not end with ``old_body``) just ``new_body``."""
+    if old_body and event_text.endswith(old_body) and len(event_text) > len(old_body):
+        return event_text[: len(event_text) - len(old_body)] + new_body
+    if not old_body and event_text.startswith((NOTICE_HEADER, "[Content of ")):
+        return event_text + ("\n\n" + new_body if new_body else "")
+    return new_body
+
+
 class InboundMedia:
     """Downloads and caches a turn's attachments; keeps dispatch order while they run.
 

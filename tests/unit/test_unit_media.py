@@ -215,3 +215,15 @@ def test_deliver_chunks_passes_asset_ids_only_where_planned():
     assert calls == [("text", [f"A{i}" for i in range(10)]), ("", ["A10"])]
     failed = DeliveryReport(sent_ids=["E1"], total=1, failed_uploads=["big.pdf: not_found: gone"])
     assert not failed.ok and failed.describe() == "sent 1 message(s); could not attach big.pdf: not_found: gone"
+
+
+def test_an_edit_keeps_the_files_notes_and_inlined_text():
+    from hermes_chatto.adapter.media import retext
+
+    turn = MediaTurn(inlined=["[Content of a.txt]:\nx"], notes=["b.bin: not downloaded"])
+    old = turn.text("first wording")
+    new = retext(old, "first wording", "second wording")
+    assert new == turn.text("second wording")
+    assert retext("plain", "plain", "edited") == "edited"  # no files: just the new body
+    assert retext(turn.text(""), "", "now with text") == turn.text("now with text")
+    assert retext("something else", "body", "edited") == "edited"
