@@ -31,7 +31,8 @@ Imitates Chatto 0.5:
   server (Chatto leaves them relative without an asset base URL).
 
 Test hooks: :meth:`AssetStore.fail_downloads` (HTTP status for the next downloads),
-``stored`` bytes per asset, ``counters``-like lists of served downloads.
+:meth:`AssetStore.hold_downloads` / ``release_downloads`` (a download that waits), the
+stored bytes per asset (``assets``) and every served download (``downloads``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import io
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -108,8 +110,24 @@ class AssetStore:
         self.downloads: list[tuple[str, str | None, int]] = []
         self._fail_downloads: list[int] = []
         self.max_upload_bytes = MAX_UPLOAD_BYTES
+        self._gate = threading.Event()
+        self._gate.set()
 
     # ------------------------------------------------------------------ test hooks
+
+    def hold_downloads(self) -> None:
+        """Make every download wait (the request is accepted, no bytes) until
+        :meth:`release_downloads` — a slow download, under the test's control."""
+        self._gate.clear()
+
+    def release_downloads(self) -> None:
+        self._gate.set()
+
+    async def wait_gate(self) -> None:
+        if not self._gate.is_set():
+            import asyncio
+
+            await asyncio.to_thread(self._gate.wait, 60)
 
     def fail_downloads(self, status: int, count: int = 1) -> None:
         """Answer the next ``count`` downloads with HTTP ``status`` (e.g. 500, 403)."""
@@ -442,6 +460,7 @@ async def asset_file_endpoint(request: Request) -> Response:
     server = request.app.state.local
     asset_id = request.path_params.get("asset_id", "")
     st = store_of(server.state)
+    await st.wait_gate()
     access = request.query_params.get("access")
     token = bearer_of(request)
     user = server.authenticate(token) if token and not access else None

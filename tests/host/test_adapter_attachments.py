@@ -129,3 +129,20 @@ async def test_tool_and_standalone_sender_attach_the_same_way(gateway, tmp_path)
         await asyncio.to_thread(chatto_send_message, {"room": "general", "text": "x", "files": ["/etc/shadow"]})
     )
     assert refused["error"].startswith("refused: not a file the bot may send")
+
+
+async def test_a_message_waiting_for_its_file_keeps_its_place_in_the_dm(gateway):
+    gw = await gateway()
+    ids, w = gw.ids, gw.world
+    w.assets.hold_downloads()
+    try:
+        aid = w.upload(ids["alice"], ids["dm"], "notes.txt", b"alpha\n", "text/plain")
+        w.post(ids["alice"], ids["dm"], "first, with a file", attachment_asset_ids=[aid])
+        w.post(ids["alice"], ids["dm"], "second, plain")
+        await wait_for(lambda: gw.adapter.stats["dispatched"] >= 2, what="both messages through ingress")
+        assert gw.agent.calls == []  # the plain one waits behind the one still downloading
+    finally:
+        w.assets.release_downloads()
+    await wait_for(lambda: len(gw.agent.calls) >= 1, what="the first turn")
+    first = gw.agent.calls[0].message
+    assert "first, with a file" in first and "[Content of notes.txt]:\nalpha" in first
