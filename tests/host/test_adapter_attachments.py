@@ -146,3 +146,19 @@ async def test_a_message_waiting_for_its_file_keeps_its_place_in_the_dm(gateway)
     await wait_for(lambda: len(gw.agent.calls) >= 1, what="the first turn")
     first = gw.agent.calls[0].message
     assert "first, with a file" in first and "[Content of notes.txt]:\nalpha" in first
+
+
+async def test_a_bug_while_collecting_files_still_runs_the_turn_with_a_note(gateway, monkeypatch):
+    gw = await gateway()
+    ids, w = gw.ids, gw.world
+
+    async def broken(msg):
+        raise RuntimeError("media bug")
+
+    monkeypatch.setattr(gw.adapter.media, "collect", broken)
+    aid = w.upload(ids["alice"], ids["dm"], "notes.txt", b"alpha\n", "text/plain")
+    w.post(ids["alice"], ids["dm"], "look at this", attachment_asset_ids=[aid])
+    await wait_for(lambda: gw.agent.calls, what="the turn")
+    msg = gw.agent.calls[0].message
+    assert "look at this" in msg and "notes.txt (text/plain): could not be processed" in msg
+    assert gw.adapter.stats["hook_errors.media.collect"] == 1
