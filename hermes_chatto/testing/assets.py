@@ -13,6 +13,8 @@ Imitates Chatto 0.5:
   sha256, re-authorises, processes images (width/height; a file that is not an image is
   refused) and creates a pending asset that can be attached for 24 h
   (``defaultPendingAttachmentAssetTTL``); completing again answers the same asset.
+  ``video/*`` uploads are refused unless the server enables video (connectapi/asset_uploads.go;
+  :attr:`AssetStore.video_enabled`, off by default as in Chatto's config).
   ``GetUpload`` / ``CancelUpload`` are for the uploader only (``permission_denied``).
   Request bodies of this service are capped at 512 KiB + 64 KiB
   (connectapi/api.go ``assetUploadRequestMaxBytes``).
@@ -110,6 +112,8 @@ class AssetStore:
         self.downloads: list[tuple[str, str | None, int]] = []
         self._fail_downloads: list[int] = []
         self.max_upload_bytes = MAX_UPLOAD_BYTES
+        #: ``[video] enabled`` (cli/internal/config/integrations.go ``VideoConfig``; off unless configured)
+        self.video_enabled = False
         self._gate = threading.Event()
         self._gate.set()
 
@@ -162,6 +166,8 @@ class AssetStore:
         if not filename:
             raise err("invalid_argument", "filename is required")
         ctype = req.content_type.strip() or "application/octet-stream"
+        if not self.video_enabled and ctype.startswith("video/"):
+            raise err("invalid_argument", "video uploads are disabled on this server")
         if req.size < 0:
             raise err("invalid_argument", "size must be non-negative")
         if not _SHA_RE.match(req.sha256):

@@ -318,3 +318,10 @@ def test_cli_post_with_a_file_attaches_it(srv, tmp_path, capsys):
     assert att["filename"] == "notes.txt" and att["content_type"] == "text/plain"
     assert srv.assets.assets[att["id"]].data == b"cli file\n"
     assert "(attachments: notes.txt [text/plain])" in cli.format_message(data["message"])
+
+
+def test_video_uploads_need_video_enabled_on_the_server(srv, bot):
+    resp = create(bot, srv.general_id, b"\x00" * 10, "clip.mp4", "video/mp4")
+    assert code_of(resp) == "invalid_argument" and "video uploads are disabled" in resp[1]["message"]
+    srv.assets.video_enabled = True
+    assert create(bot, srv.general_id, b"\x00" * 10, "clip.mp4", "video/mp4")[0] == 200
