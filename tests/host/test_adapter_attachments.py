@@ -162,3 +162,22 @@ async def test_a_bug_while_collecting_files_still_runs_the_turn_with_a_note(gate
     msg = gw.agent.calls[0].message
     assert "look at this" in msg and "notes.txt (text/plain): could not be processed" in msg
     assert gw.adapter.stats["hook_errors.media.collect"] == 1
+
+
+async def test_hermes_max_inbound_media_bytes_caps_downloads(chatto_world, monkeypatch, write_config):
+    from support.fakes import FakeAgent
+    from support.host import build_gateway
+
+    gw = await build_gateway(
+        chatto_world, monkeypatch, write_config, agent=FakeAgent(), top={"gateway": {"max_inbound_media_bytes": 50}}
+    )
+    try:
+        ids, w = gw.ids, gw.world
+        aid = w.upload(ids["alice"], ids["dm"], "log.txt", b"x" * 200, "text/plain")
+        w.post(ids["alice"], ids["dm"], "see the log", attachment_asset_ids=[aid])
+        await wait_for(lambda: gw.agent.calls, what="the turn")
+        msg = gw.agent.calls[0].message
+        assert "log.txt (text/plain): not downloaded: it is 200 bytes, over the 50 bytes limit" in msg
+        assert "see the log" in msg
+    finally:
+        await gw.stop()
