@@ -108,7 +108,8 @@ class AssetStore:
         self.state = state
         self.uploads: dict[str, UploadRec] = {}
         self.assets: dict[str, AssetRec] = {}
-        #: ``(asset id, user id or None, HTTP status)`` of every ``GET /assets/files/…``.
+        #: ``(asset id, viewer user id or None, HTTP status)`` of every ``GET /assets/files/…``
+        #: (the viewer from the access ticket, else from the bearer key).
         self.downloads: list[tuple[str, str | None, int]] = []
         self._fail_downloads: list[int] = []
         self.max_upload_bytes = MAX_UPLOAD_BYTES
@@ -319,30 +320,34 @@ class AssetStore:
             raise err("not_found", "asset not found")
         return a
 
-    def resolve_download(self, asset_id: str, access: str | None, bearer_user: str | None) -> tuple[int, str]:
-        """``(HTTP status, error text)`` of a download; ``(200, "")`` when allowed."""
+    def resolve_download(self, asset_id: str, access: str | None, bearer_user: str | None) -> tuple[int, str, str]:
+        """``(HTTP status, error text, viewer user id)`` of a download; status 200 when allowed."""
+        status, text, viewer = self._resolve(asset_id, access, bearer_user)
+        return status, text, viewer or ""
+
+    def _resolve(self, asset_id: str, access: str | None, bearer_user: str | None) -> tuple[int, str, str | None]:
         if self._fail_downloads:
-            return self._fail_downloads.pop(0), "injected failure"
+            return self._fail_downloads.pop(0), "injected failure", bearer_user
         viewer = bearer_user
         if access:
             try:
                 t = self.state.sealer.open(access)
             except ValueError:
-                return 403, "Invalid asset access ticket"
+                return 403, "Invalid asset access ticket", None
             if int(t.get("e", 0)) <= self.state.now_ns() // 1_000_000_000:
-                return 403, "Asset access ticket expired"
+                return 403, "Asset access ticket expired", None
             if t.get("a") != asset_id:
-                return 403, "Asset access ticket does not match asset"
+                return 403, "Asset access ticket does not match asset", None
             viewer = str(t.get("u", ""))
         elif viewer is None:
-            return 401, "Authentication required"
+            return 401, "Authentication required", None
         a = self.assets.get(asset_id)
         if a is None or a.deleted:
-            return 404, "Attachment not found"
+            return 404, "Attachment not found", viewer
         room = self.state.rooms.get(a.room_id)
         if room is None or viewer not in room.members:
-            return 403, "Access denied: not a member of the room"
-        return 200, ""
+            return 403, "Access denied: not a member of the room", viewer
+        return 200, "", viewer
 
 
 def _image_size(data: bytes) -> tuple[int, int]:
@@ -471,9 +476,9 @@ async def asset_file_endpoint(request: Request) -> Response:
     token = bearer_of(request)
     user = server.authenticate(token) if token and not access else None
     with server.state.lock:
-        status, text = st.resolve_download(asset_id, access, user)
+        status, text, viewer = st.resolve_download(asset_id, access, user)
         a = st.assets.get(asset_id)
-        st.downloads.append((asset_id, user, status))
+        st.downloads.append((asset_id, viewer or None, status))
         if status != 200 or a is None:
             return JSONResponse({"error": text or "Attachment not found"}, status_code=status)
         data, ctype = a.data, a.content_type

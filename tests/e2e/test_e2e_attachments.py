@@ -96,8 +96,8 @@ async def test_image_reaches_the_model_as_an_image_input(h: Harness):
     assert urls[0].startswith("data:image/png;base64,")
     assert base64.b64decode(urls[0].split(",", 1)[1]) == png
     assert turn.replies, "no answer in the DM"
-    # downloaded once, with the bot's identity (the ticket is the bot's)
-    assert [d for d in h.chatto.assets.downloads if d[2] == 200]
+    # downloaded once, as the bot (the signed URL the bot's realtime view carried is the bot's)
+    assert [(v, st) for _a, v, st in h.chatto.assets.downloads] == [(h.bot_id, 200)]
 
 
 async def test_voice_note_reaches_the_hosts_transcription(h: Harness):
