@@ -175,7 +175,7 @@ class MediaSender:
             turn_trigger=turn_trigger,
             files=safe,
         )
-        if dropped and report.ok:
+        if dropped:
             report.failed_uploads.extend(f"{n}: not an allowed file" for n in dropped)
             report.error = report.error or ChattoError("file not allowed", code="not_allowed")
         return send_result_from_report(report)

@@ -181,3 +181,16 @@ async def test_hermes_max_inbound_media_bytes_caps_downloads(chatto_world, monke
         assert "see the log" in msg
     finally:
         await gw.stop()
+
+
+async def test_a_file_the_host_would_not_deliver_is_never_uploaded(gateway, tmp_path):
+    gw = await gateway()
+    ids = gw.ids
+    ok = tmp_path / "fine.txt"
+    ok.write_text("fine\n")
+    result = await gw.adapter.send_document(ids["dm"], "/etc/shadow", caption="secrets")
+    assert result.success is False and "shadow: not an allowed file" in result.error
+    (msg,) = bot_msgs(gw, ids["dm"])
+    assert msg.body.startswith("secrets") and "couldn't attach shadow (not an allowed file)" in msg.body
+    assert not gw.world.requests_for("AssetUploadService/CreateUpload")
+    assert (await gw.adapter.send_document(ids["dm"], str(ok))).success
