@@ -204,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PATH",
-        help="attach a local file (repeatable; uploaded with Chatto's chunked upload rules)",
+        help="attach a local file (repeatable; uploaded with Chatto's chunked upload rules; default: none)",
     )
 
     r = subs.add_parser(
