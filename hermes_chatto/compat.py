@@ -480,3 +480,51 @@ def classify_send_error(err: BaseException | None, text: str) -> str:
         return str(classify(err, text))
     except Exception:  # noqa: BLE001 - an error kind is a hint, never a failure
         return "unknown"
+
+
+# ------------------------------------------------------------------ media (public host helpers)
+
+
+def message_type(name: str) -> Any:
+    """``gateway.platforms.base.MessageType[name]`` (``"PHOTO"``, ``"VOICE"``, …); ``TEXT``
+    for a name this host lacks."""
+    from gateway.platforms.base import MessageType
+
+    return getattr(MessageType, name, MessageType.TEXT)
+
+
+def inbound_media_cap() -> int:
+    """Hermes' ``gateway.max_inbound_media_bytes`` in bytes (``get_inbound_media_max_bytes``;
+    0 = no cap; the host default 128 MiB when the host lacks the helper)."""
+    try:
+        from gateway.platforms.base import get_inbound_media_max_bytes
+    except ImportError:  # pragma: no cover - older hosts
+        return 128 * 1024 * 1024
+    return int(get_inbound_media_max_bytes())
+
+
+def cache_media(kind: str, data: bytes, name: str) -> str:
+    """Store downloaded bytes in the host's media cache and return the file's path:
+    ``kind`` ``"image"`` / ``"audio"`` / ``"video"`` (``name`` is the extension, e.g.
+    ``".png"``) through ``cache_image_from_bytes`` / ``cache_audio_from_bytes`` /
+    ``cache_video_from_bytes``, or ``"document"`` (``name`` is the file name) through
+    ``cache_document_from_bytes``. Raises ``ValueError`` when the host refuses the bytes
+    (not an image, over ``gateway.max_inbound_media_bytes``)."""
+    from gateway.platforms import base
+
+    if kind == "image":
+        return str(base.cache_image_from_bytes(data, ext=name))
+    if kind == "audio":
+        return str(base.cache_audio_from_bytes(data, ext=name))
+    if kind == "video":
+        return str(base.cache_video_from_bytes(data, ext=name))
+    return str(base.cache_document_from_bytes(data, name))
+
+
+def media_path_ok(path: str) -> bool:
+    """Whether the host allows ``path`` as an outbound attachment
+    (``validate_media_delivery_path``: an existing regular file outside the credential
+    denylist; stricter in ``gateway.strict`` mode)."""
+    from gateway.platforms.base import validate_media_delivery_path
+
+    return validate_media_delivery_path(path) is not None

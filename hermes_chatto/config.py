@@ -472,6 +472,37 @@ class ChattoSettings(BaseSettings):
         KIND_STR,
         "Log level of the hermes_plugins.chatto.wire loggers (request/frame tracing at DEBUG; keys redacted).",
     )
+    # -- attachments (adapter/media.py inbound, adapter/uploads.py outbound) ------------------
+    attachment_max_bytes: int = _f(
+        20 * 1024 * 1024,
+        "CHATTO_ATTACHMENT_MAX_BYTES",
+        KIND_INT,
+        "Max bytes of one attachment of a turn the bot downloads (also capped by Hermes' "
+        "gateway.max_inbound_media_bytes); 0 disables downloads (attachments become a note).",
+        ge=0,
+    )
+    attachment_total_bytes: int = _f(
+        50 * 1024 * 1024,
+        "CHATTO_ATTACHMENT_TOTAL_BYTES",
+        KIND_INT,
+        "Max bytes downloaded for all attachments of one message together.",
+        ge=0,
+    )
+    attachment_timeout: int = _f(
+        60,
+        "CHATTO_ATTACHMENT_TIMEOUT",
+        KIND_INT,
+        "Seconds one attachment download may take before it becomes a note in the turn.",
+        ge=1,
+        le=3600,
+    )
+    attachment_inline_text_bytes: int = _f(
+        100 * 1024,
+        "CHATTO_ATTACHMENT_INLINE_TEXT_BYTES",
+        KIND_INT,
+        "Text files (by extension or text/* type) up to this many bytes are inlined into the turn text; 0 = never.",
+        ge=0,
+    )
 
     # -- sources ---------------------------------------------------------------------------
 
@@ -529,6 +560,17 @@ class ChattoSettings(BaseSettings):
     @field_validator("thread_context_window", "thread_context_max_bytes", mode="before")
     @classmethod
     def _v_int(cls, v: Any) -> int:
+        return parse_int(v)
+
+    @field_validator(
+        "attachment_max_bytes",
+        "attachment_total_bytes",
+        "attachment_timeout",
+        "attachment_inline_text_bytes",
+        mode="before",
+    )
+    @classmethod
+    def _v_attach_int(cls, v: Any) -> int:
         return parse_int(v)
 
     @field_validator("home_channel", "home_thread", mode="before")

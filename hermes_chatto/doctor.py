@@ -475,7 +475,10 @@ def _room_check(room: Any, settings: ChattoSettings) -> Check:
     if PERM_REACT in missing:
         consequences.append("no acknowledgement reactions")
     if PERM_ATTACH in missing:
-        consequences.append("no file attachments")
+        consequences.append(
+            "the bot cannot attach files: charts, reports and voice replies become a notice in the room "
+            "(reading files people post still works)"
+        )
     detail = f"missing {', '.join(missing)} ({'; '.join(consequences)})"
     if granted:
         detail += "; granted: " + ", ".join(granted)

@@ -17,11 +17,13 @@ unit (module)           owns
 ``cursor``              the realtime resume cursor (persisted)
 ``orphans``             the hermes-agent 0.19.0 orphaned-follow-up workaround
 ``sender``              the send path (and, module-wide, its resume registry)
+``media_out``           the host's media calls (send_image_file, send_document, …) → the send path
 ``ops``                 edits/deletes/reactions/typing/room info
 ``streams``             streamed answers: preview, final split, failed edits
 ``reactions``           lifecycle reactions: accepted / done / failed
 ``approvals``           exec approval prompts, answers by reaction or typed command
 ``inbound``             realtime events → ingress → ``handle_message``
+``media``               inbound attachments of a turn: download, cache, order
 ``lifecycle``           connect / disconnect
 ``boundary``            the error boundary of every host hook and realtime handler
 ======================  =========================================================
@@ -48,6 +50,7 @@ from .edits import EditReplacement
 from .gap import GapRecovery
 from .inbound import Inbound
 from .lifecycle import Lifecycle
+from .media import InboundMedia
 from .outbound import OutboundOps
 from .reactions import LifecycleReactions
 from .registry import register_live, unregister_live
@@ -58,6 +61,7 @@ from .send import SendPath, send_result_from_report
 from .streaming import NO_SPLIT_LIMIT, StreamingReplies
 from .threads import ThreadIndex
 from .turns import TurnTracker
+from .uploads import MediaSender
 from .workarounds import OrphanRescue
 
 logger = get_logger("hermes_chatto.adapter")
@@ -136,8 +140,10 @@ class ChattoAdapter(_Base):
             session_key_for=self.session_key_for,
         )
         self.inbound.gap, self.inbound.edits = self.gap, self.edits
+        self.media = self.inbound.media = InboundMedia(conn, boundary)
         self.cursor = CursorKeeper(conn)
         self.sender = SendPath(conn, self.rooms, self.threads, boundary)
+        self.media_out = MediaSender(self, self.sender)
         self.ops = OutboundOps(self, conn, self.rooms)
         self.streams = StreamingReplies(conn, self.sender.deliver)
         self.reactions = LifecycleReactions(conn, self.ops)
@@ -250,6 +256,7 @@ class ChattoAdapter(_Base):
     async def disconnect(self) -> None:
         """Stop the realtime session and close the HTTP client (idempotent)."""
         unregister_live(self._scope, self)
+        await self.media.close()
         await self.lifecycle.disconnect()
 
     # ------------------------------------------------------------------ host turn hooks
@@ -359,14 +366,17 @@ class ChattoAdapter(_Base):
         thread_root_event_id: str,
         session_key: str | None = None,
         turn_trigger: str | None = None,
+        files: Any = (),
     ) -> DeliveryReport:
-        """Post ``content`` through the one send path (see :meth:`SendPath.deliver`)."""
+        """Post ``content`` (with ``files`` attached) through the one send path (see
+        :meth:`SendPath.deliver`)."""
         return await self.sender.deliver(
             chat_id,
             content,
             thread_root_event_id=thread_root_event_id,
             session_key=session_key,
             turn_trigger=turn_trigger,
+            files=files,
         )
 
     async def send(
@@ -400,6 +410,38 @@ class ChattoAdapter(_Base):
             chat_id, content, thread_root_event_id=root, session_key=session_key, turn_trigger=turn_trigger
         )
         return send_result_from_report(report)
+
+    # -- attachments: every media call is one post through the send path (adapter/uploads.py)
+
+    # (reply_to= / metadata= arrive in **kw, as the host passes them; see MediaSender.send_files)
+    async def send_image_file(self, chat_id: str, image_path: str, caption: str | None = None, **kw: Any) -> Any:
+        """Upload ``image_path`` and post it (with ``caption``) as a Chatto attachment."""
+        return await self.media_out.send_path(chat_id, image_path, caption, **kw)
+
+    async def send_document(self, chat_id: str, file_path: str, caption: str | None = None, **kw: Any) -> Any:
+        """Upload ``file_path`` (shown as ``file_name=``) and post it as an attachment."""
+        return await self.media_out.send_path(chat_id, file_path, caption, **kw)
+
+    async def send_voice(self, chat_id: str, audio_path: str, caption: str | None = None, **kw: Any) -> Any:
+        """Upload an audio file and post it as an attachment (Chatto has no voice bubble)."""
+        return await self.media_out.send_path(chat_id, audio_path, caption, **kw)
+
+    async def send_video(self, chat_id: str, video_path: str, caption: str | None = None, **kw: Any) -> Any:
+        """Upload a video and post it as an attachment (the server may refuse video uploads)."""
+        return await self.media_out.send_path(chat_id, video_path, caption, **kw)
+
+    async def send_multiple_images(
+        self,
+        chat_id: str,
+        images: list[tuple[str, str]],
+        metadata: dict[str, Any] | None = None,
+        human_delay: float = 0.0,
+    ) -> None:
+        """Local images in one post (≤ 10 per message, more → several in order); remote URLs
+        through the host's default (a link each)."""
+        rest = await self.media_out.send_images(chat_id, images, metadata)
+        if rest:
+            await super().send_multiple_images(chat_id, rest, metadata=metadata, human_delay=human_delay)
 
     async def edit_message(self, chat_id: str, message_id: str, content: str, *, finalize: bool = False) -> Any:
         """``MessageService/UpdateMessage`` of a message the bot sent: a streamed answer's

@@ -18,7 +18,9 @@ Starts the local Chatto server, a scripted OpenAI-compatible model and the **rea
 5. a gateway restart in the middle of a thread: what happened while it was down (an
    unauthorised member's message and the bot's own post from outside the gateway) reaches
    the next turn exactly once — nothing lost, nothing repeated;
-6. zero network connections outside loopback (socket hook in every process).
+6. attachments both ways: alice's checklist file reaches the model inlined, and the agent's
+   answer with a ``MEDIA:`` file arrives in the DM as a Chatto attachment;
+7. zero network connections outside loopback (socket hook in every process).
 
 Prints each step's checks with PASS/FAIL, a transcript of the Chatto rooms and, per turn,
 the context the model received. Exit status 0 only if every step passed.
@@ -426,6 +428,51 @@ async def scenario_network(h: Harness, step: Step, verbose: bool = True) -> None
     step.check(not attempts, f"non-loopback DNS lookups / connects: {len(attempts)}")
 
 
+CHECKLIST = "1. tag the release\n2. update the changelog\n3. announce in #general\n"
+
+
+async def scenario_attachments(h: Harness, step: Step, verbose: bool = True) -> None:
+    """A file each way: alice's checklist reaches the model inlined; the agent's answer
+    carries a file (a ``MEDIA:`` tag) that arrives as a Chatto attachment."""
+    from hermes_chatto.testing.harness import wait_until
+
+    t = await h.turn(
+        "file-in",
+        "dm",
+        "Please read my release checklist.",
+        files=[("checklist.txt", CHECKLIST.encode(), "text/plain")],
+    )
+    step.turns.append(t)
+    _show_turn(step, h, t, verbose)
+    text = t.requests[0].user_text if t.requests else ""
+    step.check(
+        "[Content of checklist.txt]:" in text and "tag the release" in text,
+        "the attached checklist.txt reached the model inlined ([Content of checklist.txt])",
+    )
+    notes = h.run_dir / "release-notes.md"
+    notes.write_text("# Release 1.4\n\n- faster uploads\n- attachments both ways\n")
+    h.started_model.push(f"Here are the release notes.\nMEDIA:{notes}")
+    t2 = await h.turn("file-out", "dm", "Write the release notes as a file.", expect_reply=False)
+    step.turns.append(t2)
+
+    async def attached():
+        msgs = await h.bot_messages_since(t2.trigger)
+        return [m for m in msgs if m.attachments] or None
+
+    try:
+        msgs = await wait_until(attached, timeout=h.turn_timeout, what="the bot's attachment")
+    except TimeoutError:
+        msgs = []
+    await h.wait_idle()
+    names = [a.filename for m in msgs for a in m.attachments]
+    step.note(f"the bot posted: {names or 'no attachment'}")
+    stored = h.chatto.assets.assets.get(msgs[0].attachments[0].id) if msgs else None
+    step.check(
+        names == ["release-notes.md"] and stored is not None and stored.data == notes.read_bytes(),
+        "the agent's MEDIA: file arrived in the DM as a Chatto attachment (uploaded in chunks, same bytes)",
+    )
+
+
 SCENARIOS: list[tuple[str, Callable[[Harness, Step, bool], Awaitable[object]]]] = [
     ("A DM", scenario_dm),
     ("A channel mention", scenario_mention),
@@ -433,6 +480,7 @@ SCENARIOS: list[tuple[str, Callable[[Harness, Step, bool], Awaitable[object]]]] 
     ("A long answer split into chunks", scenario_long),
     ("A streamed answer: a preview while the model types, the final split once", scenario_streamed),
     ("Gateway restart in the middle of a thread", scenario_restart),
+    ("Attachments both ways: a file in, a file out", scenario_attachments),
     ("Zero connections outside loopback", scenario_network),
 ]
 

@@ -743,11 +743,23 @@ class Harness:
         await wait_until(self.gateway_idle, timeout=timeout or self.turn_timeout, what="the gateway to finish its turn")
 
     # ------------------------------------------------------------------ acting as people
-    async def post(self, room: str, text: str, *, thread_root: str = "", user: str = "alice") -> ChattoMessage:
+    async def post(
+        self, room: str, text: str, *, thread_root: str = "", user: str = "alice", files: Any = ()
+    ) -> ChattoMessage:
         """Post ``text`` as ``user`` over the real protocol (``MessageService/CreateMessage``).
-        ``room`` is a room id or a key of :attr:`rooms`."""
+        ``room`` is a room id or a key of :attr:`rooms`. ``files``: ``(filename, bytes,
+        content type)`` each, uploaded first (``AssetUploadService``) and attached."""
         room_id = self.rooms.get(room, room)
-        return await self.client(user).create_message(room_id, text, thread_root_event_id=thread_root)
+        ids: list[str] = []
+        if files:
+            from hermes_chatto.wire.assets import AssetClient
+
+            assets = AssetClient(self.client(user))
+            for name, data, ctype in files:
+                ids.append((await assets.upload_bytes(room_id, name, data, ctype)).id)
+        return await self.client(user).create_message(
+            room_id, text, thread_root_event_id=thread_root, attachment_asset_ids=ids
+        )
 
     async def bot_messages_since(self, trigger: ChattoMessage) -> list[ChattoMessage]:
         """The bot's messages posted at or after ``trigger`` in its room: top-level and in
@@ -791,7 +803,15 @@ class Harness:
         return self.chatto.room_messages(room_id, viewer=self.users["alice"])
 
     async def turn(
-        self, label: str, room: str, text: str, *, thread_root: str = "", user: str = "alice", expect_reply: bool = True
+        self,
+        label: str,
+        room: str,
+        text: str,
+        *,
+        thread_root: str = "",
+        user: str = "alice",
+        expect_reply: bool = True,
+        files: Any = (),
     ) -> Turn:
         """Post ``text`` as ``user`` and wait for the whole turn: the model's main-loop
         request, the bot's messages carrying the model's final answer (whitespace-
@@ -803,7 +823,7 @@ class Harness:
         n0 = len(model.turn_requests())
         c0 = len(model.chat_requests())
         t0 = time.monotonic()
-        trigger = await self.post(room, text, thread_root=thread_root, user=user)
+        trigger = await self.post(room, text, thread_root=thread_root, user=user, files=files)
         turn = Turn(label, trigger.room_id, trigger)
         self.turns.append(turn)
         if not expect_reply:

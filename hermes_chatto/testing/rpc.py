@@ -32,6 +32,7 @@ from hermes_chatto.wire.errors import ChattoError
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
 from . import render as R
+from .assets import ASSET_METHODS, request_limit
 from .state import ChattoState, err
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -274,6 +275,7 @@ METHODS: dict[str, tuple[type[Message], Callable[[Ctx, Any], Any], bool]] = {
     API + "UserService/BatchGetUsers": (pb.BatchGetUsersRequest, batch_get_users, False),
     API + "UserService/GetUser": (pb.GetUserRequest, get_user, False),
 }
+METHODS.update(ASSET_METHODS)  # AssetUploadService, AssetService (testing/assets.py)
 
 
 def bearer_of(request) -> str | None:
@@ -285,12 +287,12 @@ def bearer_of(request) -> str | None:
     return h[len("Bearer ") :]
 
 
-async def _read_body(request: Request) -> bytes | None:
-    """Body bytes, or ``None`` when it exceeds :data:`MAX_REQUEST_BYTES`."""
+async def _read_body(request: Request, limit: int = MAX_REQUEST_BYTES) -> bytes | None:
+    """Body bytes, or ``None`` when it exceeds ``limit`` bytes (:data:`MAX_REQUEST_BYTES`)."""
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > MAX_REQUEST_BYTES:
+        if size > limit:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
@@ -329,11 +331,10 @@ async def connect_endpoint(request: Request) -> Response:
             user_id = server.authenticate(token)
             if user_id is None:
                 return error_response("unauthenticated", "authentication required")
-        body = await _read_body(request)
+        limit = request_limit(procedure, MAX_REQUEST_BYTES)
+        body = await _read_body(request, limit)
         if body is None:
-            return error_response(
-                "resource_exhausted", f"message size is larger than configured max {MAX_REQUEST_BYTES}"
-            )
+            return error_response("resource_exhausted", f"message size is larger than configured max {limit}")
         try:
             if ctype == "application/json":
                 if not body:

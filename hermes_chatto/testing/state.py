@@ -234,6 +234,8 @@ class MsgRec:
     t_count: int = 0
     t_last_ns: int | None = None
     t_participants: list[str] = field(default_factory=list)
+    #: attachment rows ``{"id", "filename", "content_type"}`` (bytes live in testing/assets.py)
+    attachments: list[dict] = field(default_factory=list)
 
     @property
     def is_root(self) -> bool:
@@ -721,12 +723,15 @@ class ChattoState:
                 self._need(actor, room, "message.post")
                 if create_thread:
                     self._need(actor, room, "message.post-in-thread")
+            assets = []
             if attachments:
+                from .assets import attach_to_message
+
                 self._need(actor, room, "message.attach")
-                raise err("failed_precondition", "asset is not attachable")
+                assets = attach_to_message(self, actor, room.id, attachments)
             if len(body.encode("utf-8")) > MAX_BODY_BYTES:
                 raise err("invalid_argument", "message body exceeds maximum length")
-            if not has_visible_content(body):
+            if not has_visible_content(body) and not assets:
                 raise err("invalid_argument", "message must have a body or attachments")
             deadline = self.slow_mode_deadline(actor, room)
             if deadline is not None:
@@ -745,6 +750,10 @@ class ChattoState:
                 in_reply_to=in_reply_to,
                 thread_root_event_id=root.id if root else "",
             )
+            if assets:
+                from .assets import store_of
+
+                msg.attachments = store_of(self).attach(assets, msg.id)
             audience = frozenset(room.members)
             if root is None:
                 msg.seq = self._next_seq()

@@ -40,7 +40,16 @@ from .events import (
     ViewerUpdated,
 )
 from .proto import chatto_pb2 as pb
-from .types import MAX_RETAINED_ROOMS, BotToken, ChattoMessage, ChattoRoom, ChattoUser, room_from_pb, secret_text
+from .types import (
+    MAX_RETAINED_ROOMS,
+    BotToken,
+    ChattoMessage,
+    ChattoRoom,
+    ChattoUser,
+    attachment_from_pb,
+    room_from_pb,
+    secret_text,
+)
 
 if TYPE_CHECKING:
     from google.protobuf.timestamp_pb2 import Timestamp
@@ -200,6 +209,7 @@ _MSG_FIELDS = (
     "has_thread",
     "attachment_names",
     "author",
+    "attachments",
 )
 if tuple(f.name for f in dataclasses.fields(ChattoMessage)) != _MSG_FIELDS or tuple(
     f.name for f in dataclasses.fields(ChattoUser)
@@ -289,6 +299,7 @@ def _msg(m: pb.Message, users: Mapping[str, ChattoUser]) -> ChattoMessage:
         has_thread,
         tuple([a.filename for a in atts]) if len(atts) else (),
         users.get(actor) if users else None,
+        tuple([attachment_from_pb(a) for a in atts]) if len(atts) else (),
     )
 
 

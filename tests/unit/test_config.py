@@ -37,6 +37,10 @@ EXPECTED_NAMES = {
     "thread_context_max_bytes": ("CHATTO_THREAD_CONTEXT_MAX_BYTES", "thread_context_max_bytes"),
     "retained_rooms": ("CHATTO_RETAINED_ROOMS", "retained_rooms"),
     "wire_log_level": ("CHATTO_WIRE_LOG_LEVEL", "wire_log_level"),
+    "attachment_max_bytes": ("CHATTO_ATTACHMENT_MAX_BYTES", "attachment_max_bytes"),
+    "attachment_total_bytes": ("CHATTO_ATTACHMENT_TOTAL_BYTES", "attachment_total_bytes"),
+    "attachment_timeout": ("CHATTO_ATTACHMENT_TIMEOUT", "attachment_timeout"),
+    "attachment_inline_text_bytes": ("CHATTO_ATTACHMENT_INLINE_TEXT_BYTES", "attachment_inline_text_bytes"),
 }
 
 #: attribute -> list of (env string, equivalent YAML value, expected parsed value)
