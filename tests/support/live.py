@@ -328,6 +328,8 @@ class LiveHarness(Harness):
 
     def __init__(self, cfg: LiveConfig, *, fillers: int = 0, **kw: Any) -> None:
         kw.setdefault("turn_timeout", 60.0)
+        # the realtime session's reconnects and resets are INFO lines of the wire loggers
+        kw["extra_platform_config"] = {"wire_log_level": "INFO", **(kw.get("extra_platform_config") or {})}
         super().__init__(mode="subprocess", nethook=False, **kw)
         self.cfg, self.fillers = cfg, fillers
         self.live: LiveServer | None = None
@@ -406,9 +408,10 @@ class LiveHarness(Harness):
         return sorted(out, key=lambda m: (m.created_at or 0.0, m.event_id))
 
     def gateway_log(self) -> str:
-        g = self.gateway
+        """Hermes' ``$HERMES_HOME/logs/gateway.log`` (where the plugin's ``hermes_plugins.chatto``
+        records go), ``""`` before it exists."""
         try:
-            return g.log_path.read_text(errors="replace") if g is not None else ""
+            return (self.home / "logs" / "gateway.log").read_text(errors="replace")
         except OSError:
             return ""
 
