@@ -190,10 +190,11 @@ class LiveServer:
         )
 
     # ------------------------------------------------------------------ bootstrap
-    async def bootstrap(self, *, fillers: int = 0) -> None:
+    async def bootstrap(self, *, fillers: int = 0, extra_rooms: tuple[str, ...] = ()) -> None:
         """Log in as the owner; people; the bot with its grants; ``#hc-<tag>`` (key
         ``general``) with everyone in it; alice's DM with the bot (key ``dm``); ``fillers``
-        more channels with only the bot in them (keys ``filler-<n>``)."""
+        more channels with only the bot in them (keys ``filler-<n>``); one channel with
+        everyone per ``extra_rooms`` key."""
         self.owner = await self.login(self.cfg.login, self.cfg.password)
         await self._people()
         bot = await self.call(
@@ -210,6 +211,8 @@ class LiveServer:
         group = await self._room_group()
         members = [p.user_id for p in self.people.values()] + [self.bot_id]
         self.rooms["general"] = await self.create_room(f"hc-{self.tag}", group, members)
+        for key in extra_rooms:
+            self.rooms[key] = await self.create_room(f"hc-{self.tag}-{key}"[:30], group, members)
         for n in range(fillers):
             self.rooms[f"filler-{n}"] = await self.create_room(f"hc-{self.tag}-f{n}", group, [self.bot_id])
         async with self.client("alice") as alice:
@@ -321,17 +324,26 @@ class HoldingModel(ScriptedModel):
 
 class LiveHarness(Harness):
     """:class:`Harness` on a :class:`LiveServer` (subprocess gateway, no nethook: the server
-    need not be on loopback). ``fillers`` extra channels hold only the bot (see
-    :meth:`LiveServer.bootstrap`). Reads go over the API as alice."""
+    need not be on loopback). ``fillers`` / ``extra_rooms``: see :meth:`LiveServer.bootstrap`;
+    ``retain_first``: room keys written to ``retained_rooms`` (the socket retains those first).
+    Reads go over the API as alice."""
 
     can_skip_clock = False
 
-    def __init__(self, cfg: LiveConfig, *, fillers: int = 0, **kw: Any) -> None:
+    def __init__(
+        self,
+        cfg: LiveConfig,
+        *,
+        fillers: int = 0,
+        extra_rooms: tuple[str, ...] = (),
+        retain_first: tuple[str, ...] = (),
+        **kw: Any,
+    ) -> None:
         kw.setdefault("turn_timeout", 60.0)
         # the realtime session's reconnects and resets are INFO lines of the wire loggers
         kw["extra_platform_config"] = {"wire_log_level": "INFO", **(kw.get("extra_platform_config") or {})}
         super().__init__(mode="subprocess", nethook=False, **kw)
-        self.cfg, self.fillers = cfg, fillers
+        self.cfg, self.fillers, self.extra_rooms, self.retain_first = cfg, fillers, extra_rooms, retain_first
         self.live: LiveServer | None = None
 
     async def start(self, **kw: Any) -> None:  # type: ignore[override]
@@ -347,7 +359,11 @@ class LiveHarness(Harness):
     async def _start_chatto(self) -> None:
         live = LiveServer(self.cfg)
         self.chatto = self.live = live  # Harness.stop() calls chatto.stop(): the cleanup
-        await live.bootstrap(fillers=self.fillers)
+        await live.bootstrap(fillers=self.fillers, extra_rooms=self.extra_rooms)
+        if self.retain_first:
+            # room keys → ids, at most 64 (CHATTO_RETAINED_ROOMS): these fill the socket first
+            ids = [live.rooms[k] for k in self.retain_first if k in live.rooms]
+            self.extra_platform_config["retained_rooms"] = ids[:64]
         self.bot_id, self._bot_key, self.bot_login = live.bot_id, live.bot_key, live.bot_login
         self.users = {k: p.user_id for k, p in live.people.items()} | {self.bot_login: self.bot_id}
         self.rooms = dict(live.rooms)
