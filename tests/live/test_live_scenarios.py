@@ -137,7 +137,9 @@ async def test_edit_of_an_in_flight_trigger(h: LiveHarness):
     trig = await h.post("general", f"@{h.bot_login} what is two plus two?")
     try:
         await wait_held(model)
-        await h.client("alice").update_message(h.rooms["general"], trig.event_id, f"@{h.bot_login} what is three plus three?")
+        await h.client("alice").update_message(
+            h.rooms["general"], trig.event_id, f"@{h.bot_login} what is three plus three?"
+        )
 
         def replacement():
             return [r for r in model.turn_requests()[n0:] if "three plus three" in r.user_text]

@@ -204,7 +204,10 @@ class LiveServer:
         self.bot_login = bot["bot"]["user"]["login"]
         bot_id = self.bot_id
         self._undo.append(
-            (f"delete bot {self.bot_login}", lambda: self.call("chatto.api.v1.BotService/DeleteBot", {"botUserId": bot_id}))
+            (
+                f"delete bot {self.bot_login}",
+                lambda: self.call("chatto.api.v1.BotService/DeleteBot", {"botUserId": bot_id}),
+            )
         )
         for perm in BOT_GRANTS:
             await self.set_permission(self.bot_id, perm, "ALLOW")
@@ -437,7 +440,9 @@ async def reactions_of(h: LiveHarness, room_id: str, event_id: str) -> list[dict
     ``[{"emoji", "count", "hasReacted", "previewUserIds"}]``)."""
     assert h.live is not None
     alice = h.live.people["alice"]
-    d = await h.live.call("chatto.api.v1.MessageService/GetMessage", {"roomId": room_id, "eventId": event_id}, token=alice.token)
+    d = await h.live.call(
+        "chatto.api.v1.MessageService/GetMessage", {"roomId": room_id, "eventId": event_id}, token=alice.token
+    )
     return list((d.get("message") or {}).get("reactions") or [])
 
 
