@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
 
 from hermes_chatto.testing import LocalChatto
-from hermes_chatto.testing.rawclient import RawRealtime, RawRpc
+from hermes_chatto.testing.rawclient import RawRealtime, RawRpc, op_names
 from hermes_chatto.wire import events as E
 from hermes_chatto.wire.frames import Classifier
+from hermes_chatto.wire.proto import chatto_pb2 as pb
 
 from support.live import LiveServer
 
@@ -51,6 +52,8 @@ class World:
     alice_token: str
     general_id: str
     dm_id: str
+    #: one RBAC fact (a permission of the bot changes and changes back)
+    rbac_change: Callable[[], None]
 
     def bot(self) -> RawRpc:
         return RawRpc(self.base_url, self.bot_key, timeout=20.0)
@@ -65,7 +68,16 @@ def _local() -> Iterator[World]:
     w = s.world
     try:
         yield World(
-            "local", s.base_url, s.ws_url, w.bot_id, w.bot_key, w.alice_id, w.alice_token, w.general_id, w.dm_id
+            "local",
+            s.base_url,
+            s.ws_url,
+            w.bot_id,
+            w.bot_key,
+            w.alice_id,
+            w.alice_token,
+            w.general_id,
+            w.dm_id,
+            lambda: s.grant(w.general_id, w.bot_id, "message.echo"),
         )
     finally:
         s.stop_sync()
@@ -85,6 +97,20 @@ def _live(cfg) -> Iterator[World]:
     try:
         asyncio.run(up())
         a = live.people["alice"]
+        owner = RawRpc(live.base_url, live.owner.token if live.owner else "", timeout=20.0)
+
+        def rbac_change() -> None:
+            for decision in ("NONE", "ALLOW"):  # bot grants are an allowlist: no DENY
+                owner.ok(
+                    "chatto.admin.v1.AdminPermissionService/SetUserPermission",
+                    {
+                        "userId": live.bot_id,
+                        "permission": "message.attach",
+                        "decision": f"PERMISSION_DECISION_{decision}",
+                        "scope": {"kind": "PERMISSION_SCOPE_KIND_SERVER"},
+                    },
+                )
+
         yield World(
             "live",
             live.base_url,
@@ -95,6 +121,7 @@ def _live(cfg) -> Iterator[World]:
             a.token,
             live.rooms["general"],
             live.rooms["dm"],
+            rbac_change,
         )
     finally:
         asyncio.run(live.stop())
@@ -339,3 +366,187 @@ async def test_posts_reach_the_bot_socket_as_the_classifier_reads_them(world):
         )
         ev = await collect(lambda e: isinstance(e, E.MessageEdited) and e.message.event_id == root["id"])
         assert ev.message.body == "classifier root, edited"
+
+
+def rt(world: World, token: str | None = None) -> RawRealtime:
+    return RawRealtime(world.ws_url, world.bot_key if token is None else token)
+
+
+async def _next(sock: RawRealtime, timeout: float = 10.0):
+    return await sock.next_projection(timeout=timeout)
+
+
+async def _post(rpc: RawRpc, room: str, body: str, root: str = "") -> dict:
+    return await asyncio.to_thread(post, rpc, room, body, root)
+
+
+async def test_live_root_message_retained_vs_unretained(world):
+    """realtime_projection.go: a root message gives a retained socket the row, an unretained
+    one ``room_activity`` only (what the adapter then fetches with GetMessage)."""
+    async with rt(world) as kept, rt(world) as other:
+        await kept.handshake(retained=[world.general_id], timeout=30)
+        await other.handshake(retained=[], timeout=30)
+        m = await _post(world.alice(), world.general_id, f"root for {world.kind}")
+        a, b = await _next(kept), await _next(other)
+    assert op_names(a) == ["room_viewer_state_replace", "room_activity", "room_timeline_event_upsert"]
+    assert op_names(b) == ["room_upsert", "room_viewer_state_replace", "room_activity"]
+    assert a.id == b.id == m["id"] and a.actor_id == world.alice_id and a.resume_cursor and b.resume_cursor
+    up = a.operations[2].room_timeline_event_upsert
+    assert up.event.message_posted.message.body == f"root for {world.kind}" and up.event_cursor.startswith("tl:")
+    assert world.alice_id in up.includes.users
+
+
+async def test_thread_reply_is_two_upserts_without_room_activity(world):
+    """No ``room_activity`` for a thread reply (realtime_projection.go ~522–527): a retained
+    socket gets the reply row and the root's refreshed summary; an unretained one nothing
+    that names the message (issue 13 item 1)."""
+    alice = world.alice()
+    root = await _post(alice, world.general_id, "root of a new thread")
+    async with rt(world) as kept, rt(world) as other:
+        await kept.handshake(retained=[world.general_id], timeout=30)
+        await other.handshake(timeout=30)
+        r1 = await _post(alice, world.general_id, "first reply", root["id"])
+        tc = await _next(kept)
+        ev = await _next(kept)
+        assert op_names(tc) == ["room_timeline_event_upsert"] and tc.id not in (root["id"], r1["id"])
+        assert ev.id == r1["id"]
+        assert op_names(ev)[:3] == [
+            "room_viewer_state_replace",
+            "room_timeline_event_upsert",
+            "room_timeline_event_upsert",
+        ]
+        assert "room_activity" not in op_names(ev)
+        reply_row = ev.operations[1].room_timeline_event_upsert.event.message_posted.message
+        root_row = ev.operations[2].room_timeline_event_upsert.event.message_posted.message
+        assert reply_row.thread_root_event_id == root["id"] and root_row.thread.reply_count == 1
+        tc2, ev2 = await _next(other), await _next(other)
+        assert op_names(tc2) == [] and tc2.resume_cursor
+        assert op_names(ev2) == ["room_upsert", "room_viewer_state_replace"]
+
+
+async def test_follow_state_adds_thread_viewer_states_replace(world):
+    """The bot follows a thread whose root it wrote (thread_events.proto): a reply there adds
+    ``thread_viewer_states_replace`` to the bot's event — the bot's WHOLE list of followed
+    threads, this one marked unread (realtime_projection.go ~551–586
+    ``BuildRealtimeProjectionThreadViewerStates``), not only the changed one."""
+    bot, alice = world.bot(), world.alice()
+    earlier = await _post(bot, world.general_id, "an earlier bot root")
+    await _post(bot, world.general_id, "the bot's own reply: it follows", earlier["id"])
+    root = await _post(bot, world.general_id, "bot root")
+    async with rt(world) as sock:
+        await sock.handshake(retained=[world.general_id], timeout=30)
+        reply = await _post(alice, world.general_id, "reply to the bot", root["id"])
+        # The local server puts the states on the reply's own event. Chatto does when the
+        # follow is already stored when it builds the reply's frame (IsFollowingThread);
+        # otherwise they come in a separate, transient ThreadFollowChanged event (states +
+        # the root's row) right after: either way the socket hears of it.
+        states = None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 15
+        while states is None and loop.time() < deadline:
+            ev = await _next(sock, max(0.1, deadline - loop.time()))
+            for op in ev.operations:
+                if op.WhichOneof("operation") == "thread_viewer_states_replace":
+                    got = {x.thread_root_event_id: x.viewer_state for x in op.thread_viewer_states_replace.states}
+                    if root["id"] in got:
+                        states = got
+    assert states is not None, "no thread_viewer_states_replace naming the bot's thread"
+    assert states[root["id"]].is_following
+    assert earlier["id"] in states and states[earlier["id"]].is_following and not states[earlier["id"]].has_unread
+    assert reply["id"]
+
+
+async def test_edit_reaction_delete_shapes(world):
+    alice = world.alice()
+    m = await _post(alice, world.general_id, "v1")
+    base = {"roomId": world.general_id, "eventId": m["id"]}
+    async with rt(world) as sock:
+        await sock.handshake(retained=[world.general_id], timeout=30)
+        await asyncio.to_thread(alice.ok, "MessageService/UpdateMessage", dict(base, body="v2"))
+        ev = await _next(sock)
+        assert op_names(ev) == ["room_timeline_event_upsert"] and ev.id != m["id"]
+        msg = ev.operations[0].room_timeline_event_upsert.event.message_posted.message
+        assert msg.body == "v2" and msg.HasField("updated_at")
+
+        react = {"roomId": world.general_id, "messageEventId": m["id"], "emoji": "eyes"}
+        await asyncio.to_thread(alice.ok, "MessageService/AddReaction", react)
+        ev = await _next(sock)
+        up = ev.operations[0].room_timeline_event_upsert
+        assert up.HasField("reaction_change") and up.reaction_change.action == 1
+        assert up.event.message_posted.message.reactions[0].count == 1
+        await asyncio.to_thread(alice.ok, "MessageService/RemoveReaction", react)
+        ev = await _next(sock)
+        assert ev.operations[0].room_timeline_event_upsert.reaction_change.action == 2
+
+        await asyncio.to_thread(alice.ok, "MessageService/DeleteMessage", base)
+        ev = await _next(sock)
+        assert op_names(ev)[0] == "room_timeline_event_upsert"
+        tomb = ev.operations[0].room_timeline_event_upsert.event.message_posted.message
+        assert tomb.HasField("deleted_at") and not tomb.HasField("body")
+
+
+async def test_replay_path_re_emits_missed_facts_as_live_ones(world):
+    """A resume with a fresh cursor replays what the socket missed as live-shaped events."""
+    alice = world.alice()
+    async with rt(world) as sock:
+        await sock.handshake(retained=[world.general_id], timeout=30)
+        await _post(alice, world.general_id, "seen live")
+        cursor = (await _next(sock)).resume_cursor
+    m1 = await _post(alice, world.general_id, "missed 1")
+    m2 = await _post(alice, world.general_id, "missed reply", m1["id"])
+    async with rt(world) as sock:
+        hs = await sock.handshake(resume_cursor=cursor, retained=[world.general_id], timeout=30)
+    assert hs.subscribed.start_cursor == cursor
+    ids = [e.id for e in hs.catchup[:-1]]
+    assert ids[0] == m1["id"] and ids[-1] == m2["id"] and len(ids) == 3  # root, ThreadCreated, reply
+    assert all(e.resume_cursor and e.actor_id == world.alice_id for e in hs.catchup[:-1])
+    assert op_names(hs.catchup[0]) == ["room_viewer_state_replace", "room_activity", "room_timeline_event_upsert"]
+    assert "reset" not in [n for e in hs.catchup for n in op_names(e)]
+
+
+async def test_permission_change_closes_the_socket_and_the_next_connect_resets(world):
+    """Any RBAC fact: ``close{projection_reset_required, reconnect: true}``, and a resume with
+    the old cursor takes the reset path (realtime_catchup.go)."""
+    async with rt(world) as sock:
+        hs = await sock.handshake(timeout=30)
+        await asyncio.to_thread(world.rbac_change)
+        frames, _ = await sock.wait_closed(timeout=15)
+    close = frames[-1].close
+    assert (close.code, close.reconnect) == ("projection_reset_required", True)
+    assert hs.caught_up is not None
+    async with rt(world) as sock:
+        hs2 = await sock.handshake(resume_cursor=hs.caught_up.cursor, timeout=30)
+    assert op_names(hs2.catchup[0]) == ["reset"]
+
+
+async def test_hydrate_room(world):
+    await _post(world.alice(), world.general_id, "history before hydrate")
+    async with rt(world) as sock:
+        await sock.handshake(timeout=30)
+        await sock.send(pb.RealtimeClientFrame(hydrate_room=pb.RealtimeHydrateRoom(room_id=world.general_id)))
+        ev = await _next(sock)
+        assert op_names(ev) == ["room_upsert", "room_timeline_replace"] and not ev.HasField("resume_cursor")
+        assert {world.alice_id, world.bot_id} <= set(ev.operations[0].room_upsert.member_user_ids)
+        await _post(world.alice(), world.general_id, "after hydrate")
+        assert op_names(await _next(sock))[-1] == "room_timeline_event_upsert"
+        bogus = "R" + "9" * 14
+        await sock.send(pb.RealtimeClientFrame(hydrate_room=pb.RealtimeHydrateRoom(room_id=bogus)))
+        f = await sock.recv_kind("error", timeout=10)
+        assert (f.error.code, f.error.fatal, f.error.room_id) == ("room_unavailable", False, bogus)
+
+
+async def test_typing_envelopes_reach_other_members(world):
+    async with rt(world) as bot_sock, rt(world, token=world.alice_token) as alice_sock:
+        await bot_sock.handshake(timeout=30)
+        await alice_sock.handshake(timeout=30)
+        await asyncio.to_thread(world.bot().ok, "RoomService/UpdateTypingIndicator", {"roomId": world.general_id})
+        f = await alice_sock.recv_kind("event", timeout=10)
+    assert f.event.actor_id == world.bot_id and f.event.user_typing.room_id == world.general_id
+    assert not f.event.user_typing.HasField("thread_root_event_id")
+
+
+async def test_ping_pong(world):
+    async with rt(world) as sock:
+        await sock.handshake(timeout=30)
+        await sock.send(pb.RealtimeClientFrame(ping=pb.RealtimePing(nonce="ab348b45fabe4561")))
+        assert (await sock.recv_kind("pong", timeout=10)).pong.nonce == "ab348b45fabe4561"
