@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pytest
 
 from hermes_chatto.testing import LocalChatto
-from hermes_chatto.testing.rawclient import RawRealtime, RawRpc, op_names
+from hermes_chatto.testing.rawclient import Handshake, RawRealtime, RawRpc, op_names
 from hermes_chatto.wire import events as E
 from hermes_chatto.wire.frames import Classifier
 from hermes_chatto.wire.proto import chatto_pb2 as pb
@@ -336,7 +336,7 @@ async def test_posts_reach_the_bot_socket_as_the_classifier_reads_them(world):
     product's classifier turns into NewMessage, NewMessage (with its root) and MessageEdited."""
     clf = Classifier(world.bot_id)
     alice = world.alice()
-    async with RawRealtime(world.ws_url, world.bot_key) as sock:
+    async with rt(world) as sock:
         hs = await sock.handshake(retained=[world.general_id], timeout=30)
         for pe in hs.catchup:
             clf.classify_projection(pe)
@@ -368,8 +368,46 @@ async def test_posts_reach_the_bot_socket_as_the_classifier_reads_them(world):
         assert ev.message.body == "classifier root, edited"
 
 
+#: Chatto's catch-up admission closes (realtime_catchup.go): one catch-up or hydration per
+#: user at a time, token buckets per user. ``close{code, reconnect: true, retry_after_ms}``
+#: before ``subscribed``; the product reconnects after ``retry_after_ms``, and so do these tests.
+ADMISSION_CODES = ("catch_up_in_progress", "catch_up_rate_limited", "catch_up_server_busy")
+
+
+class AdmittedRealtime(RawRealtime):
+    """:class:`RawRealtime` whose :meth:`handshake` reconnects, after the server's
+    ``retry_after_ms``, when Chatto's catch-up admission turns it away (at most 8 times). The
+    local server never does; a real one does when the same user's sockets follow each other
+    closely (another catch-up of this user may still hold its slot)."""
+
+    async def handshake(self, resume_cursor: str | None = None, retained=(), timeout: float = 10.0) -> Handshake:
+        for _ in range(8):
+            await self.send_hello()
+            hello = (await self.recv_kind("hello", timeout, skip=())).hello
+            await self.send_subscribe(resume_cursor, retained)
+            f = await self.recv(timeout)
+            if f.WhichOneof("frame") == "close" and f.close.code in ADMISSION_CODES:
+                await self.close()
+                await asyncio.sleep(max(f.close.retry_after_ms, 100) / 1000)  # the server's own retry_after
+                await self.connect()
+                continue
+            assert f.WhichOneof("frame") == "subscribed", f
+            hs = Handshake(hello=hello, subscribed=f.subscribed)
+            while True:
+                f = await self.recv(timeout)
+                k = f.WhichOneof("frame")
+                if k == "projection_event":
+                    hs.catchup.append(f.projection_event)
+                elif k == "caught_up":
+                    hs.caught_up = f.caught_up
+                    return hs
+                else:
+                    raise AssertionError(f"unexpected frame during catch-up: {k}")
+        raise AssertionError("the server's catch-up admission refused 8 times")
+
+
 def rt(world: World, token: str | None = None) -> RawRealtime:
-    return RawRealtime(world.ws_url, world.bot_key if token is None else token)
+    return AdmittedRealtime(world.ws_url, world.bot_key if token is None else token)
 
 
 async def _next(sock: RawRealtime, timeout: float = 10.0):
