@@ -77,7 +77,7 @@ def _local() -> Iterator[World]:
             w.alice_token,
             w.general_id,
             w.dm_id,
-            lambda: s.grant(w.general_id, w.bot_id, "message.echo"),
+            lambda: (s.grant(w.general_id, w.bot_id, "message.echo"), s.revoke(w.general_id, w.bot_id, "message.echo")),
         )
     finally:
         s.stop_sync()
@@ -588,3 +588,129 @@ async def test_ping_pong(world):
         await sock.handshake(timeout=30)
         await sock.send(pb.RealtimeClientFrame(ping=pb.RealtimePing(nonce="ab348b45fabe4561")))
         assert (await sock.recv_kind("pong", timeout=10)).pong.nonce == "ab348b45fabe4561"
+
+
+# ----------------------------------------------------------------------------- reads the frontier relies on
+
+
+def _thread(world: World, n: int) -> tuple[str, list[str]]:
+    alice = world.alice()
+    root = post(alice, world.general_id, f"root of {n}")["id"]
+    return root, [post(alice, world.general_id, f"r{i}", root)["id"] for i in range(n)]
+
+
+def test_get_thread_events_with_cursor_is_replies_only_oldest_first(world):
+    root, ids = _thread(world, 6)
+    bot = world.bot()
+    q = {"roomId": world.general_id, "threadRootEventId": root}
+    first = bot.ok("ThreadService/GetThreadEvents", dict(q, limit=2))["page"]
+    assert _ids(first) == [root] + ids[-2:]
+    older = bot.ok("ThreadService/GetThreadEvents", dict(q, limit=2, before=first["startCursor"]))["page"]
+    assert _ids(older) == ids[2:4] and older["hasNewer"] is True and older["hasOlder"] is True
+    oldest = bot.ok("ThreadService/GetThreadEvents", dict(q, limit=10, before=older["startCursor"]))["page"]
+    assert _ids(oldest) == ids[:2] and "hasOlder" not in oldest
+    after = bot.ok("ThreadService/GetThreadEvents", dict(q, limit=3, after=oldest["endCursor"]))["page"]
+    assert _ids(after) == ids[2:5] and after["hasOlder"] is True and after["hasNewer"] is True
+    assert first["endCursor"].startswith("tl:")
+
+
+def test_empty_thread_and_empty_page_give_empty_cursors(world):
+    bot, alice = world.bot(), world.alice()
+    root = post(alice, world.general_id, "lonely root")["id"]
+    q = {"roomId": world.general_id, "threadRootEventId": root}
+    page = bot.ok("ThreadService/GetThreadEvents", q)["page"]
+    assert _ids(page) == [root] and "startCursor" not in page and "endCursor" not in page
+    post(alice, world.general_id, "one", root)
+    end = bot.ok("ThreadService/GetThreadEvents", q)["page"]["endCursor"]
+    empty = bot.ok("ThreadService/GetThreadEvents", dict(q, after=end))["page"]
+    assert _ids(empty) == [] and empty.get("hasOlder") is True and "endCursor" not in empty
+
+
+def test_thread_page_default_is_50_replies(world):
+    root, ids = _thread(world, 51)
+    page = world.bot().ok("ThreadService/GetThreadEvents", {"roomId": world.general_id, "threadRootEventId": root})[
+        "page"
+    ]
+    assert _ids(page) == [root] + ids[-50:] and page["hasOlder"] is True
+
+
+def test_get_thread_events_root_rules(world):
+    root, ids = _thread(world, 1)
+    bot = world.bot()
+    q = {"roomId": world.general_id, "threadRootEventId": ids[0]}
+    assert err(bot.call("ThreadService/GetThreadEvents", q))[1] == "invalid_argument"
+    assert err(bot.call("ThreadService/GetThreadEvents", dict(q, threadRootEventId="E" + "1" * 14)))[1] == "not_found"
+
+
+def test_get_thread_events_around(world):
+    root, ids = _thread(world, 9)
+    q = {"roomId": world.general_id, "threadRootEventId": root, "limit": 5}
+    r = world.bot().ok("ThreadService/GetThreadEventsAround", dict(q, eventId=ids[4]))
+    assert _ids(r["page"]) == [root] + ids[2:7] and r["targetIndex"] == 3
+
+
+def test_thread_cursor_of_another_viewer_is_refused(world):
+    root, _ = _thread(world, 3)
+    q = {"roomId": world.general_id, "threadRootEventId": root, "limit": 1}
+    p1 = world.bot().ok("ThreadService/GetThreadEvents", q)["page"]
+    status, code, _ = err(world.alice().call("ThreadService/GetThreadEvents", dict(q, before=p1["startCursor"])))
+    assert (status, code) == (400, "invalid_argument")
+
+
+def test_in_reply_to_a_reply_lands_in_its_thread(world):
+    root, ids = _thread(world, 1)
+    m = world.bot().ok("MessageService/CreateMessage", {"roomId": world.general_id, "body": "x", "inReplyTo": ids[0]})[
+        "message"
+    ]
+    assert m["threadRootEventId"] == root and m["inReplyTo"] == ids[0]
+
+
+def test_also_send_to_channel_needs_message_echo(world):
+    """Bots get only the grants they are given: no ``message.echo`` here."""
+    root = post(world.alice(), world.general_id, "root")["id"]
+    body = {"roomId": world.general_id, "body": "loud", "threadRootEventId": root, "alsoSendToChannel": True}
+    assert err(world.bot().call("MessageService/CreateMessage", body))[1] == "permission_denied"
+
+
+def test_users(world):
+    bot = world.bot()
+    got = bot.ok("UserService/BatchGetUsers", {"userIds": [world.alice_id, "U" + "0" * 14, world.bot_id]})["users"]
+    assert [u["user"]["id"] for u in got] == [world.alice_id, world.bot_id]
+    assert got[1]["user"]["isBot"] is True
+    login = got[0]["user"]["login"]
+    assert bot.ok("UserService/GetUser", {"login": login})["user"]["user"]["id"] == world.alice_id
+    assert err(bot.call("UserService/GetUser", {"login": "nobody-here-at-all"}))[1] == "not_found"
+
+
+def test_start_dm_returns_the_existing_dm(world):
+    r = world.bot().ok("RoomService/StartDM", {"participantIds": [world.alice_id]})["room"]
+    assert r["id"] == world.dm_id
+
+
+def test_requests_accept_snake_and_camel_case(world):
+    bot = world.bot()
+    a = bot.ok("MessageService/CreateMessage", {"room_id": world.general_id, "body": "snake"})
+    b = bot.ok("MessageService/CreateMessage", {"roomId": world.general_id, "body": "camel"})
+    assert a["message"]["roomId"] == b["message"]["roomId"] == world.general_id
+    assert "room_id" not in a["message"] and "threadRootEventId" not in a["message"]
+
+
+def test_malformed_json_is_invalid_argument(world):
+    for raw in (b"{bad json", b"[1,2]", b'{"roomId": 5, "body": {}}'):
+        status, data, body = world.bot().call("MessageService/CreateMessage", raw_body=raw)
+        assert status == 400 and data["code"] == "invalid_argument", raw
+
+
+def test_binary_proto_codec(world):
+    m = post(world.alice(), world.general_id, "binary")
+    req = pb.GetMessageRequest(room_id=world.general_id, event_id=m["id"])
+    status, _, raw = world.bot().call(
+        "MessageService/GetMessage", raw_body=req.SerializeToString(), content_type="application/proto"
+    )
+    assert status == 200 and pb.GetMessageResponse.FromString(raw).message.body == "binary"
+
+
+def test_get_room_not_found(world):
+    bot = world.bot()
+    assert bot.ok("RoomDirectoryService/GetRoom", {"roomId": world.general_id})["room"]["viewerState"]["isMember"]
+    assert err(bot.call("RoomDirectoryService/GetRoom", {"roomId": "R" + "x" * 14}))[:2] == (404, "not_found")
