@@ -202,7 +202,7 @@ def _reaction(m, emoji: str, viewer: str) -> pb.MessageReaction | None:
 
 def _react(ctx: Ctx, req, add: bool):
     if not req.emoji:
-        # protovalidate ``min_len: 1`` on the request (proto/chatto/api/v1/messages.proto)
+        # protovalidate ``min_len: 1`` on ``AddReactionRequest.emoji`` (proto/chatto/api/v1/reactions.proto)
         # answers before the core's gemoji check ever runs
         raise err("invalid_argument", "validation error: emoji: must be at least 1 characters")
     s = ctx.state
