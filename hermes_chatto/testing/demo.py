@@ -181,7 +181,7 @@ def _short(body: str | None, n: int = 150) -> str:
 
 async def scenario_dm(h: Harness, step: Step, verbose: bool = True) -> None:
     """A DM from alice gets one answer from the real agent loop."""
-    t = await h.turn("dm", "dm", "Hello helper_bot! Who are you and what can you do?")
+    t = await h.turn("dm", "dm", f"Hello {h.bot_login}! Who are you and what can you do?")
     step.turns.append(t)
     _show_turn(step, h, t, verbose)
     req = t.requests[0] if t.requests else None
@@ -222,7 +222,7 @@ async def scenario_mention(h: Harness, step: Step, verbose: bool = True) -> None
     """An unaddressed channel message is not a turn; a mention is answered in a thread."""
     n0 = len(h.started_model.turn_requests())
     await h.post("general", "lunch at noon, anyone?", user="bob")
-    t = await h.turn("mention", "general", "@helper_bot what is the deploy status?")
+    t = await h.turn("mention", "general", f"@{h.bot_login} what is the deploy status?")
     step.turns.append(t)
     _show_turn(step, h, t, verbose)
     ctxs = h.started_model.turn_contexts()[n0:]
@@ -240,14 +240,14 @@ async def scenario_mention(h: Harness, step: Step, verbose: bool = True) -> None
 async def scenario_cron(h: Harness, step: Step, verbose: bool = True) -> Turn | None:
     """Cron report via ``hermes send`` → an hour later a thread reply → the agent's input
     shows the report in ``[Earlier in this thread]``, marked as the bot's own."""
-    before = {m.event_id for m in h.room_messages("general")}
+    before = {m.event_id for m in await h.read_room("general")}
     rc, out, err = await h.hermes_send(REPORT, "chatto")
     step.note(
         f'hermes send --to chatto "Nightly build report …" (home channel #general) → exit {rc}: '
         f"{_send_summary(out, err)}"
     )
     step.check(rc == 0, "`hermes send` delivered through the plugin's stand-alone sender")
-    new = [m for m in h.room_messages("general") if m.event_id not in before and m.author_id == h.bot_id]
+    new = [m for m in await h.read_room("general") if m.event_id not in before and m.author_id == h.bot_id]
     step.check(len(new) == 1 and new[0].body == REPORT, "the report is in #general, posted by the bot")
     if not new:
         return None
@@ -265,11 +265,14 @@ async def scenario_cron(h: Harness, step: Step, verbose: bool = True) -> Turn | 
     )
     if rc2 == 0:
         # It was delivered (to the home channel): keep the world tidy for later steps.
-        probe = [m for m in h.room_messages("general") if m.body == "(explicit-target probe, ignore)"]
+        probe = [m for m in await h.read_room("general") if m.body == "(explicit-target probe, ignore)"]
         for m in probe:
-            h.chatto.delete(h.bot_id, m.room_id, m.event_id)
-    h.skip_clock(3600)
-    step.note("server clock moved one hour forward")
+            await h.delete_as_bot(m.room_id, m.event_id)
+    if h.can_skip_clock:
+        h.skip_clock(3600)
+        step.note("server clock moved one hour forward")
+    else:
+        step.note("a real server's clock cannot be moved: the reply follows the report at once")
     t = await h.turn(
         "cron-reply", "general", "Why did test_upload_resume fail? Is it flaky?", thread_root=report.event_id
     )
@@ -291,14 +294,15 @@ async def scenario_cron(h: Harness, step: Step, verbose: bool = True) -> Turn | 
         bool(t.replies) and all(m.thread_root_event_id == report.event_id for m in t.replies),
         "the answer is in the report's thread",
     )
-    created = (t.trigger.created_at or 0) - (report.created_at or 0)
-    step.check(created >= 3500, f"the reply came {created / 60:.0f} min after the report")
+    if h.can_skip_clock:
+        created = (t.trigger.created_at or 0) - (report.created_at or 0)
+        step.check(created >= 3500, f"the reply came {created / 60:.0f} min after the report")
     return t
 
 
 async def scenario_long(h: Harness, step: Step, verbose: bool = True) -> None:
     """A ~25 kB answer is split into ≤ 10,000-byte chunks, in order, in one thread."""
-    t = await h.turn("long", "general", "@helper_bot please give me the long answer about the release")
+    t = await h.turn("long", "general", f"@{h.bot_login} please give me the long answer about the release")
     step.turns.append(t)
     _show_turn(step, h, t, False)
     answer = next(
@@ -354,7 +358,7 @@ async def _streamed_turn(h: Harness, step: Step) -> None:
 
 async def scenario_restart(h: Harness, step: Step, verbose: bool = True) -> None:
     """Gateway restart in the middle of a thread: nothing lost, nothing repeated."""
-    t1 = await h.turn("restart-1", "general", "@helper_bot let's plan the database migration")
+    t1 = await h.turn("restart-1", "general", f"@{h.bot_login} let's plan the database migration")
     step.turns.append(t1)
     _show_turn(step, h, t1, verbose)
     root = t1.trigger.event_id

@@ -792,6 +792,23 @@ class Harness:
         out.sort(key=lambda m: (m.created_at or 0.0, m.event_id))
         return out
 
+    #: Whether :meth:`skip_clock` can move the server's clock (the local server's can; a real
+    #: server's cannot, see tests/support/live.py).
+    can_skip_clock = True
+
+    async def read_room(self, room: str) -> list[ChattoMessage]:
+        """:meth:`room_messages`, awaitable: the scenarios use this so that a harness on a real
+        server (which reads over the API) can serve them too."""
+        return self.room_messages(room)
+
+    async def read_thread(self, room: str, root_event_id: str) -> list[ChattoMessage]:
+        """:meth:`thread`, awaitable (see :meth:`read_room`)."""
+        return self.thread(room, root_event_id)
+
+    async def delete_as_bot(self, room_id: str, event_id: str) -> None:
+        """Delete one of the bot's messages (the local server's driver; over the API elsewhere)."""
+        self.chatto.delete(self.bot_id, room_id, event_id)
+
     def thread(self, room: str, root_event_id: str) -> list[ChattoMessage]:
         """Replies of a thread, oldest first, from the server state (as alice)."""
         room_id = self.rooms.get(room, room)

@@ -189,8 +189,8 @@ def project(state: ChattoState, fact: Fact, viewer: str, retained) -> list | Non
         thread = root.thread
         following = thread is not None and viewer in thread.followers
         tail = (
-            [_thread_states([(room.id, root.rec.id, viewer in thread.unread)])]
-            if thread is not None and following
+            [_thread_states(_states_with(state, viewer, (room.id, root.rec.id, viewer in thread.unread)))]
+            if (thread is not None and following)
             else []
         )
         if kept:
@@ -252,6 +252,15 @@ def followed_threads(state: ChattoState, viewer: str):
             room = state.rooms.get(m.room_id)
             if room is not None and viewer in room.members:
                 yield (m.room_id, m.id, viewer in m.thread_unread)
+
+
+def _states_with(state: ChattoState, viewer: str, mine: tuple[str, str, bool]) -> list[tuple[str, str, bool]]:
+    """The viewer's whole list of followed-thread states with ``mine`` updated in place (or
+    appended): Chatto sends every state the viewer has, not just the changed one
+    (``BuildRealtimeProjectionThreadViewerStates`` in cli/internal/http_server/
+    realtime_projection.go, seen on Chatto main)."""
+    entries = [mine if e[:2] == mine[:2] else e for e in followed_threads(state, viewer)]
+    return entries if mine in entries else [*entries, mine]
 
 
 def reconciliation(state: ChattoState, viewer: str, *, replay: bool) -> pb.RealtimeServerFrame:

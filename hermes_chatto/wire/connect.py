@@ -186,7 +186,8 @@ def error_from_response(
         text = f"{method}: {code}: {message}" if message else f"{method}: {code}"
         return cls(text, code=code, retry_after=retry_after, http_status=status, method=method)
     if status in (404, 405, 501):
-        # 404: nothing routed there (Chatto answers unknown /api paths with an empty 404);
+        # 404: nothing routed there (Chatto answers unknown /api paths with Go's plain-text
+        # "404 page not found");
         # 405 / 501: something that does not take POST there — not a Connect endpoint.
         return ChattoNotAServerError(
             f"{method}: HTTP {status} without a Connect JSON body: not a Chatto server, or wrong base URL "

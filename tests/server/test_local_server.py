@@ -148,15 +148,27 @@ def test_binary_proto_codec(srv):
     assert status == 200 and pb.GetMessageResponse.FromString(raw).message.body == "x"
 
 
-def test_unknown_method_and_unknown_api_path_are_empty_404(srv, bot):
+def test_unknown_method_and_unknown_api_path_are_a_plain_404(srv, bot):
+    """Go's ``http.NotFound``: ``text/plain`` "404 page not found" (seen on Chatto main; an
+    unknown method of an authenticated service checks the bearer first,
+    cli/internal/http_server/connect.go ``mountConnectHandler``)."""
+    auth = {"Content-Type": "application/json", "Authorization": f"Bearer {srv.world.bot_key}"}
     for path in (
         "/api/connect/chatto.api.v1.MessageService/PostMessage",
         "/api/connect/nope.Svc/X",
         "/api/whatever",
         "/api",
     ):
-        r = bot.http.post(srv.base_url + path, content=b"{}", headers={"Content-Type": "application/json"})
-        assert r.status_code == 404 and r.content == b"", path
+        r = bot.http.post(srv.base_url + path, content=b"{}", headers=auth)
+        assert r.status_code == 404 and r.content.rstrip(b"\n") == b"404 page not found", path
+        assert r.headers["content-type"].startswith("text/plain"), path
+    anon = {"Content-Type": "application/json"}
+    r = bot.http.post(
+        srv.base_url + "/api/connect/chatto.api.v1.MessageService/PostMessage", content=b"{}", headers=anon
+    )
+    assert r.status_code == 401 and r.json() == {"code": "unauthenticated", "message": "authentication required"}
+    r = bot.http.post(srv.base_url + "/api/connect/nope.Svc/X", content=b"{}", headers=anon)
+    assert r.status_code == 404
 
 
 def test_malformed_json_is_invalid_argument_never_a_traceback(srv, bot):
@@ -466,9 +478,12 @@ def test_reactions_by_shortcode(srv, bot):
         "previewUserIds": [w.bot_id],
     }
     assert "added" not in bot.ok("MessageService/AddReaction", dict(base, emoji="thumbsup"))  # idempotent success
-    for bad in ("👍", "Thumbsup", ":eyes:", "", "eyse", "white_check"):
+    for bad in ("👍", "Thumbsup", ":eyes:", "eyse", "white_check"):
         status, code, msg = err(bot.call("MessageService/AddReaction", dict(base, emoji=bad)))
         assert (status, code, msg) == (400, "invalid_argument", "unsupported emoji"), bad
+    # the request's protovalidate rule answers first (seen on Chatto main)
+    status, code, msg = err(bot.call("MessageService/AddReaction", dict(base, emoji="")))
+    assert (status, code, msg) == (400, "invalid_argument", "validation error: emoji: must be at least 1 characters")
     bot.ok("MessageService/AddReaction", dict(base, emoji="+1"))
     got = bot.ok("MessageService/GetMessage", {"roomId": w.general_id, "eventId": m.event_id})["message"]
     assert [r["emoji"] for r in got["reactions"]] == ["thumbsup", "+1"]
