@@ -7,7 +7,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: venv test test-fast lint stress demo bench proto clean
+.PHONY: venv test test-fast lint stress demo bench proto clean live
 
 # First run only (again when pyproject.toml changes): a venv with the package, hermes-agent and
 # the test tools. Each step says what it does; pip prints a line per package it fetches.
@@ -54,6 +54,14 @@ stress: $(STAMP)
 	    $(PY) -m pytest -q -p no:cacheprovider -p support.stress -k "$(STRESS_K)" $(STRESS_TESTS) \
 	    || { echo "stress round $$i FAILED: replay with CHATTO_STRESS_SEED=$$seed"; exit 1; }; \
 	done; echo "==> stress: $(STRESS_ROUNDS) rounds passed"
+
+# The live suite against a real Chatto server (README "Check against your own Chatto server"):
+#   CHATTO_LIVE_URL=https://chat.example.com CHATTO_LIVE_LOGIN=<owner> CHATTO_LIVE_PASSWORD=<pw> make live
+# It creates its own bot, people and channels over the server's API and removes them after.
+live: $(STAMP)
+	@test -n "$$CHATTO_LIVE_URL" -a -n "$$CHATTO_LIVE_LOGIN" -a -n "$$CHATTO_LIVE_PASSWORD" || { \
+	  echo "make live: set CHATTO_LIVE_URL, CHATTO_LIVE_LOGIN and CHATTO_LIVE_PASSWORD (an owner/admin account of your Chatto server; README: Check against your own Chatto server)"; exit 2; }
+	$(PY) -m pytest -q -p no:cacheprovider -rsxX tests/live
 
 demo: $(STAMP)
 	$(PY) -m hermes_chatto.testing.demo

@@ -87,8 +87,9 @@ async def _standalone_send(
     """``standalone_sender_fn`` for cron / ``hermes send`` when no gateway runs in this
     process: :func:`hermes_chatto.adapter.standalone.send_standalone` (a short-lived client
     with the profile's settings, then the same send path as a reply: byte split, one
-    thread root, stop at the first failure, resume on retry). Media files are not
-    supported yet and are reported in ``warnings``.
+    thread root, stop at the first failure, resume on retry). ``media_files``
+    (``[(path, is_voice)]``, from ``MEDIA:`` tags) are uploaded and attached like a
+    reply's (≤ 10 per message); a file that could not be attached fails the send.
 
     Returns ``{"success": True, "message_id": <last>, "message_ids": [...]}`` or
     ``{"error": "chunk 2 of 3 failed: …", "message_ids": [<sent>]}``.
@@ -101,10 +102,11 @@ async def _standalone_send(
         settings = load_settings(pconfig)
     except ChattoConfigError as e:
         return {"error": f"Chatto is not configured: {e}"}
-    if not (message or "").strip():
+    files = _outbound_files(media_files)
+    if not (message or "").strip() and not files:
         return {"error": "empty message"}
     try:
-        sent = await send_standalone(settings, str(chat_id), message, thread_id=thread_id)
+        sent = await send_standalone(settings, str(chat_id), message, thread_id=thread_id, files=files)
     except RoomLookupError as e:
         return {"error": f"Chatto room {chat_id}: {e.cause}"}
     except ChattoError as e:
@@ -120,8 +122,18 @@ async def _standalone_send(
         }
     else:
         out = {"error": report.describe(), "message_ids": list(report.sent_ids)}
-    if media_files:
-        out.setdefault("warnings", []).append("Chatto: media attachments are not supported yet; text only")
+    return out
+
+
+def _outbound_files(media_files: Any) -> list:
+    """``[(path, is_voice), …]`` (or bare paths) → ``OutboundFile`` list."""
+    from .adapter.uploads import OutboundFile
+
+    out = []
+    for item in media_files or []:
+        path = item[0] if isinstance(item, (tuple, list)) else item
+        if path:
+            out.append(OutboundFile(str(path)))
     return out
 
 

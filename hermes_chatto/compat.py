@@ -427,6 +427,50 @@ def outcome_succeeded(outcome: Any) -> bool:
     return bool(outcome == ProcessingOutcome.SUCCESS)
 
 
+def outcome_failed(outcome: Any) -> bool:
+    """Whether a processing ``outcome`` is ``ProcessingOutcome.FAILURE`` (not a cancel)."""
+    from gateway.platforms.base import ProcessingOutcome
+
+    return bool(outcome == ProcessingOutcome.FAILURE)
+
+
+def approval_timeout_s() -> int:
+    """Seconds the host waits for an exec approval (``approvals.timeout`` in ``config.yaml``;
+    hermes-agent's default is 60), read through the public ``hermes_cli.config``."""
+    try:
+        from hermes_cli.config import load_config
+
+        return int((load_config().get("approvals") or {}).get("timeout", 60))
+    except Exception:  # noqa: BLE001 - the prompt's wording only
+        return 60
+
+
+def resolve_approval(session_key: str, choice: str) -> int:
+    """``tools.approval.resolve_gateway_approval(session_key, choice)`` (public; ``choice``
+    ``once``/``session``/``always``/``deny``): how many waiting approvals it unblocked."""
+    from tools.approval import resolve_gateway_approval
+
+    return int(resolve_gateway_approval(session_key, choice))
+
+
+def exec_approval_prompt_args(prompt: Any) -> dict[str, Any]:
+    """The fields of a newer host's ``ExecApprovalPrompt`` (passed to
+    ``_send_exec_approval_prompt``; hermes-agent > 0.19.0) as :meth:`send_exec_approval`
+    keyword arguments, read by feature detection (a missing field takes its 0.19.0
+    default; its action list decides which answers are offered)."""
+    actions = [str(a[1]) for a in (getattr(prompt, "actions", None) or ()) if len(a) > 1]
+    return {
+        "chat_id": str(getattr(prompt, "chat_id", "") or ""),
+        "command": str(getattr(prompt, "command", "") or ""),
+        "session_key": str(getattr(prompt, "session_key", "") or ""),
+        "description": str(getattr(prompt, "description", "") or "dangerous command"),
+        "metadata": getattr(prompt, "metadata", None),
+        "allow_permanent": ("always" in actions) if actions else bool(getattr(prompt, "allow_permanent", True)),
+        "allow_session": ("session" in actions) if actions else bool(getattr(prompt, "allow_session", True)),
+        "smart_denied": bool(getattr(prompt, "smart_denied", False)),
+    }
+
+
 def classify_send_error(err: BaseException | None, text: str) -> str:
     """The host's ``classify_send_error(err, text)`` (a ``SEND_ERROR_KINDS`` name), or
     ``"unknown"`` when the host has none or it fails."""
@@ -436,3 +480,51 @@ def classify_send_error(err: BaseException | None, text: str) -> str:
         return str(classify(err, text))
     except Exception:  # noqa: BLE001 - an error kind is a hint, never a failure
         return "unknown"
+
+
+# ------------------------------------------------------------------ media (public host helpers)
+
+
+def message_type(name: str) -> Any:
+    """``gateway.platforms.base.MessageType[name]`` (``"PHOTO"``, ``"VOICE"``, …); ``TEXT``
+    for a name this host lacks."""
+    from gateway.platforms.base import MessageType
+
+    return getattr(MessageType, name, MessageType.TEXT)
+
+
+def inbound_media_cap() -> int:
+    """Hermes' ``gateway.max_inbound_media_bytes`` in bytes (``get_inbound_media_max_bytes``;
+    0 = no cap; the host default 128 MiB when the host lacks the helper)."""
+    try:
+        from gateway.platforms.base import get_inbound_media_max_bytes
+    except ImportError:  # pragma: no cover - older hosts
+        return 128 * 1024 * 1024
+    return int(get_inbound_media_max_bytes())
+
+
+def cache_media(kind: str, data: bytes, name: str) -> str:
+    """Store downloaded bytes in the host's media cache and return the file's path:
+    ``kind`` ``"image"`` / ``"audio"`` / ``"video"`` (``name`` is the extension, e.g.
+    ``".png"``) through ``cache_image_from_bytes`` / ``cache_audio_from_bytes`` /
+    ``cache_video_from_bytes``, or ``"document"`` (``name`` is the file name) through
+    ``cache_document_from_bytes``. Raises ``ValueError`` when the host refuses the bytes
+    (not an image, over ``gateway.max_inbound_media_bytes``)."""
+    from gateway.platforms import base
+
+    if kind == "image":
+        return str(base.cache_image_from_bytes(data, ext=name))
+    if kind == "audio":
+        return str(base.cache_audio_from_bytes(data, ext=name))
+    if kind == "video":
+        return str(base.cache_video_from_bytes(data, ext=name))
+    return str(base.cache_document_from_bytes(data, name))
+
+
+def media_path_ok(path: str) -> bool:
+    """Whether the host allows ``path`` as an outbound attachment
+    (``validate_media_delivery_path``: an existing regular file outside the credential
+    denylist; stricter in ``gateway.strict`` mode)."""
+    from gateway.platforms.base import validate_media_delivery_path
+
+    return validate_media_delivery_path(path) is not None

@@ -46,7 +46,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from hermes_chatto import compat
+from hermes_chatto import compat, emoji
 from hermes_chatto.logs import LOGGER_ROOT, get_logger
 
 logger = get_logger("hermes_chatto.config")
@@ -259,6 +259,23 @@ def parse_reaction(raw: Any) -> str:
             f"must be a gemoji shortcode like 'eyes' or 'white_check_mark' (Chatto reactions take "
             f"shortcodes, not Unicode), or 'off'; got {str(raw)[:40]!r}"
         )
+    if not emoji.is_shortcode(s):
+        raise ValueError(emoji.unknown_shortcode_problem(s))
+    return s
+
+
+def parse_allow_bots(raw: Any) -> str:
+    """``none`` (default) / ``mentions`` / ``all``: which messages of other bots may start a
+    turn (``ingress.bot_gate``). Raises ``ValueError``."""
+    from hermes_chatto.ingress import ALLOW_BOTS_VALUES
+
+    s = "none" if raw is None else str(raw).strip().lower()
+    if s in ("", "off", "false", "no", "0"):
+        s = "none"
+    if s in ("true", "yes", "on", "1"):
+        s = "all"
+    if s not in ALLOW_BOTS_VALUES:
+        raise ValueError(f"must be one of {', '.join(ALLOW_BOTS_VALUES)}, got {str(raw)[:20]!r}")
     return s
 
 
@@ -411,13 +428,26 @@ class ChattoSettings(BaseSettings):
         "eyes",
         "CHATTO_ACK_REACTION",
         KIND_STR,
-        "Reaction shortcode added when a message is accepted; '' or 'off' disables.",
+        "Reaction (gemoji shortcode) on a message the agent accepted, removed when the turn ends; 'off' disables.",
     )
     done_reaction: str = _f(
-        "",
+        "white_check_mark",
         "CHATTO_DONE_REACTION",
         KIND_STR,
-        "Reaction shortcode added when the answer is delivered; '' (default) disables.",
+        "Reaction (gemoji shortcode) on the message when its turn succeeded; 'off' disables.",
+    )
+    failed_reaction: str = _f(
+        "x",
+        "CHATTO_FAILED_REACTION",
+        KIND_STR,
+        "Reaction (gemoji shortcode) on the message when its turn failed; 'off' disables.",
+    )
+    allow_bots: str = _f(
+        "none",
+        "CHATTO_ALLOW_BOTS",
+        KIND_STR,
+        "Other bots' messages: 'none' never start a turn, 'mentions' only when they @mention the bot, "
+        "'all' like a person's (they must still be authorised).",
     )
     thread_context_window: int = _f(
         20,
@@ -441,6 +471,37 @@ class ChattoSettings(BaseSettings):
         "CHATTO_WIRE_LOG_LEVEL",
         KIND_STR,
         "Log level of the hermes_plugins.chatto.wire loggers (request/frame tracing at DEBUG; keys redacted).",
+    )
+    # -- attachments (adapter/media.py inbound, adapter/uploads.py outbound) ------------------
+    attachment_max_bytes: int = _f(
+        20 * 1024 * 1024,
+        "CHATTO_ATTACHMENT_MAX_BYTES",
+        KIND_INT,
+        "Max bytes of one attachment of a turn the bot downloads (also capped by Hermes' "
+        "gateway.max_inbound_media_bytes); 0 disables downloads (attachments become a note).",
+        ge=0,
+    )
+    attachment_total_bytes: int = _f(
+        50 * 1024 * 1024,
+        "CHATTO_ATTACHMENT_TOTAL_BYTES",
+        KIND_INT,
+        "Max bytes downloaded for all attachments of one message together.",
+        ge=0,
+    )
+    attachment_timeout: int = _f(
+        60,
+        "CHATTO_ATTACHMENT_TIMEOUT",
+        KIND_INT,
+        "Seconds one attachment download may take before it becomes a note in the turn.",
+        ge=1,
+        le=3600,
+    )
+    attachment_inline_text_bytes: int = _f(
+        100 * 1024,
+        "CHATTO_ATTACHMENT_INLINE_TEXT_BYTES",
+        KIND_INT,
+        "Text files (by extension or text/* type) up to this many bytes are inlined into the turn text; 0 = never.",
+        ge=0,
     )
 
     # -- sources ---------------------------------------------------------------------------
@@ -501,15 +562,31 @@ class ChattoSettings(BaseSettings):
     def _v_int(cls, v: Any) -> int:
         return parse_int(v)
 
+    @field_validator(
+        "attachment_max_bytes",
+        "attachment_total_bytes",
+        "attachment_timeout",
+        "attachment_inline_text_bytes",
+        mode="before",
+    )
+    @classmethod
+    def _v_attach_int(cls, v: Any) -> int:
+        return parse_int(v)
+
     @field_validator("home_channel", "home_thread", mode="before")
     @classmethod
     def _v_str(cls, v: Any) -> str:
         return "" if v is None else str(v).strip()
 
-    @field_validator("ack_reaction", "done_reaction", mode="before")
+    @field_validator("ack_reaction", "done_reaction", "failed_reaction", mode="before")
     @classmethod
     def _v_reaction(cls, v: Any) -> str:
         return parse_reaction(v)
+
+    @field_validator("allow_bots", mode="before")
+    @classmethod
+    def _v_allow_bots(cls, v: Any) -> str:
+        return parse_allow_bots(v)
 
     @field_validator("wire_log_level", mode="before")
     @classmethod
@@ -599,7 +676,7 @@ def _default_text(name: str, info: FieldInfo) -> str:
     if isinstance(d, list):
         return "(empty)" if not d else ",".join(d)
     if d == "":
-        return "(empty)" if name not in ("done_reaction",) else "(off)"
+        return "(empty)"
     return str(d)
 
 

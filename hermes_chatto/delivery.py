@@ -246,10 +246,13 @@ class DeliveryReport:
     failed_index: int | None = None
     error: ChattoError | None = None
     total: int = 0
+    #: Files that could not be attached, ``"name: reason"`` each (a delivery with files;
+    #: ``error`` then holds the first failure when no chunk failed).
+    failed_uploads: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.failed_index is None
+        return self.failed_index is None and not self.failed_uploads
 
     @property
     def may_have_landed(self) -> bool:
@@ -265,7 +268,8 @@ class DeliveryReport:
         """Human text naming the failed chunk, e.g. ``chunk 2 of 3 failed: …``."""
         if self.ok:
             return f"sent {len(self.sent_ids)} of {self.total} chunk(s)"
-        assert self.failed_index is not None
+        if self.failed_index is None:
+            return f"sent {len(self.sent_ids)} message(s); could not attach " + "; ".join(self.failed_uploads)
         msg = f"chunk {self.failed_index + 1} of {self.total} failed: {self.error}"
         if self.may_have_landed:
             msg += " (the write may have landed; check the room before resending it)"
@@ -284,9 +288,12 @@ class PostedMessage(Protocol):
 class MessagePoster(Protocol):
     """The one call :func:`deliver_chunks` makes (``ChattoClient.create_message`` fits):
     post ``body`` into ``room_id`` (thread ``thread_root_event_id``, ``""`` = flat) and
-    return the new message; raises :class:`ChattoError` on failure."""
+    return the new message; raises :class:`ChattoError` on failure. ``attachment_asset_ids``
+    is passed only for a chunk that carries attachments (posters for text only may omit it)."""
 
-    async def create_message(self, room_id: str, body: str, *, thread_root_event_id: str = "") -> PostedMessage: ...
+    async def create_message(
+        self, room_id: str, body: str, *, thread_root_event_id: str = "", attachment_asset_ids: Sequence[str] = ()
+    ) -> PostedMessage: ...
 
 
 async def deliver_chunks(
@@ -298,6 +305,7 @@ async def deliver_chunks(
     start_index: int = 0,
     already_sent: Sequence[str] = (),
     on_sent: Callable[[str], None] | None = None,
+    attachments: Sequence[Sequence[str]] = (),
 ) -> DeliveryReport:
     """Post ``chunks`` in order into ``room_id`` (``MessageService/CreateMessage``), all
     with the same ``thread_root_event_id`` (``""`` = flat: a root message / DM line).
@@ -306,6 +314,8 @@ async def deliver_chunks(
     ``already_sent`` resume a partial delivery (chunks before ``start_index`` were
     posted earlier with ids ``already_sent``). ``on_sent(event_id)`` is called right
     after each successful post (used to remember own ids for echo dropping).
+    ``attachments[i]``: asset ids posted with chunk ``i`` (``attachment_asset_ids``; ≤ 10;
+    a chunk with attachments may be ``""``).
 
     Never raises :class:`ChattoError`; it is returned in the report. An exception that
     is not a ChattoError is wrapped in :class:`ChattoTransientError`.
@@ -313,7 +323,13 @@ async def deliver_chunks(
     report = DeliveryReport(sent_ids=list(already_sent), total=len(chunks))
     for i in range(start_index, len(chunks)):
         try:
-            msg = await client.create_message(room_id, chunks[i], thread_root_event_id=thread_root_event_id)
+            ids = list(attachments[i]) if i < len(attachments) else []
+            if ids:
+                msg = await client.create_message(
+                    room_id, chunks[i], thread_root_event_id=thread_root_event_id, attachment_asset_ids=ids
+                )
+            else:
+                msg = await client.create_message(room_id, chunks[i], thread_root_event_id=thread_root_event_id)
         except ChattoError as e:
             report.failed_index, report.error = i, e
             return report

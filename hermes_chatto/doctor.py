@@ -12,7 +12,12 @@ Checks, in order (later ones are skipped when an earlier one makes them meaningl
 2. ``authorization`` — someone is allowed to talk to the bot (``CHATTO_ALLOWED_USERS`` /
    ``CHATTO_ALLOW_ALL_USERS`` / ``GATEWAY_*``), else pairing codes only.
 3. ``server`` — ``ServerDiscoveryService/GetServer``: reachable, Connect JSON (a non-JSON 404
-   means "not a Chatto server / wrong URL"), version ≥ 0.5.0-0.
+   means "not a Chatto server / wrong URL"). The version string is reported, not judged: a
+   plain ``go build`` of Chatto main reports ``0.4.8`` (its ``cli/version.go``) and still speaks
+   realtime protocol 2 with bot keys. When the string is not ≥ 0.5.0-0 the check asks the
+   realtime endpoint instead (:func:`protocol_probe`: a key-less ``hello`` v2 —
+   ``unsupported_protocol`` is a protocol-1 server, ``authentication_required`` one that
+   accepted protocol 2).
 4. ``bot key`` — ``ViewerService/GetViewer``: accepted (``unauthenticated`` → rotate the key
    and update ``CHATTO_BOT_KEY``), ``isBot``.
 5. ``rooms`` + one ``room <name>`` line per member room — ``RoomDirectoryService/ListRooms``:
@@ -21,7 +26,9 @@ Checks, in order (later ones are skipped when an earlier one makes them meaningl
    references (free_response_rooms, retained_rooms, home_channel) resolve.
 6. ``realtime`` — WebSocket ``/api/realtime``: hello v2 → server hello → subscribe →
    subscribed → … → ``caught_up``, timed (ms). ``unsupported_protocol`` → a protocol-1
-   (Chatto 0.4.x) server.
+   (Chatto 0.4.x) server; a server hello without protocol 2 or without the
+   ``chatto.realtime.projection.v1`` capability is reported too. This handshake, not the
+   version string, is what decides whether the server can run the bot.
 
 Configuration: the profile's ``<HERMES_HOME>/.env`` and ``config.yaml``
 (``platforms.chatto.extra``), with any ``CHATTO_*`` variable in the process environment
@@ -82,6 +89,8 @@ FIX_URL = (
     "server's base URL — the address you open in a browser, without /api"
 )
 MSG_PROTOCOL_1 = "Chatto 0.4.x speaks realtime protocol 1; bot accounts need ≥ 0.5.0"
+#: Seconds the key-less protocol probe of the server check waits for the server's answer.
+PROTOCOL_PROBE_TIMEOUT = 10.0
 
 _SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
 
@@ -350,6 +359,73 @@ async def realtime_probe(
     return res
 
 
+@dataclass(frozen=True)
+class ProtocolVerdict:
+    """What the realtime endpoint says about the server: ``protocol`` is 2 (it accepted a
+    protocol-2 ``hello``), 1 (it answered ``unsupported_protocol``) or ``None`` (no answer that
+    decides: unreachable, timeout, another error). ``evidence`` is the code or frame seen."""
+
+    protocol: int | None
+    evidence: str
+
+
+async def protocol_probe(
+    base_url: str, *, connect: Callable[..., Any] | None = None, timeout: float = PROTOCOL_PROBE_TIMEOUT
+) -> ProtocolVerdict:
+    """Ask ``/api/realtime`` which protocol it speaks, without a key: send
+    ``hello{protocol_version: 2}`` with no ``bearer_token`` and read one frame. Chatto checks
+    the protocol version before authentication (``cli/internal/http_server/realtime.go``:
+    ``unsupported_protocol`` first, then ``authentication_required``), so
+    ``authentication_required`` means protocol 2 and ``unsupported_protocol`` protocol 1 — the
+    same answer for any version string. Timeout in seconds; never raises."""
+    from hermes_chatto.wire.frames import decode_server_frame, encode_hello
+
+    if connect is None:
+        from hermes_chatto.wire.realtime import default_connect
+
+        connect = default_connect
+
+    async def ask() -> ProtocolVerdict:
+        try:
+            ws = await connect(realtime_url(base_url), max_size=1024 * 1024, open_timeout=timeout, close_timeout=2)
+        except Exception as exc:
+            return ProtocolVerdict(None, f"connect_failed ({type(exc).__name__})")
+        try:
+            await ws.send(encode_hello(None))
+            frame = decode_server_frame(await ws.recv())
+            kind = frame.WhichOneof("frame")
+            if kind == "hello":
+                v = int(frame.hello.protocol_version)
+                return ProtocolVerdict(v if v in (1, 2) else None, f"server hello v{v}")
+            code = frame.error.code if kind == "error" else frame.close.code if kind == "close" else kind
+            if code == "unsupported_protocol":
+                return ProtocolVerdict(1, code)
+            if code == "authentication_required":
+                return ProtocolVerdict(2, code)
+            return ProtocolVerdict(None, code or "no answer")
+        except Exception as exc:
+            return ProtocolVerdict(None, f"{type(exc).__name__}")
+        finally:
+            with contextlib.suppress(Exception):
+                await ws.close()
+
+    try:
+        return await asyncio.wait_for(ask(), timeout)
+    except TimeoutError:
+        return ProtocolVerdict(None, "timeout")
+
+
+async def server_protocol(
+    base_url: str, version: str, *, connect: Callable[..., Any] | None = None, timeout: float = PROTOCOL_PROBE_TIMEOUT
+) -> ProtocolVerdict:
+    """The protocol verdict for a server reporting ``version``: a version ≥ 0.5.0-0 is taken at
+    its word (the realtime check confirms it later); any other string — ``0.4.8`` from a plain
+    build of Chatto main, ``dev``, a real 0.4.x — is settled by :func:`protocol_probe`."""
+    if supports_bot_accounts(version):
+        return ProtocolVerdict(2, f"version {version}")
+    return await protocol_probe(base_url, connect=connect, timeout=timeout)
+
+
 # --------------------------------------------------------------------------- checks
 
 
@@ -476,7 +552,10 @@ def _room_check(room: Any, settings: ChattoSettings) -> Check:
     if PERM_REACT in missing:
         consequences.append("no acknowledgement reactions")
     if PERM_ATTACH in missing:
-        consequences.append("no file attachments")
+        consequences.append(
+            "the bot cannot attach files: charts, reports and voice replies become a notice in the room "
+            "(reading files people post still works)"
+        )
     detail = f"missing {', '.join(missing)} ({'; '.join(consequences)})"
     if granted:
         detail += "; granted: " + ", ".join(granted)
@@ -541,7 +620,7 @@ async def run_doctor(
     report.url = settings.url
     key = settings.bot_key
 
-    server_check, supported, reachable = await _server_check(settings, transport, http_timeout)
+    server_check, supported, reachable = await _server_check(settings, transport, http_timeout, ws_connect)
     report.checks.append(server_check)
     if not reachable:
         return report
@@ -591,9 +670,10 @@ def _profile_checks(
 
 
 async def _server_check(
-    settings: ChattoSettings, transport: Any, http_timeout: float
+    settings: ChattoSettings, transport: Any, http_timeout: float, ws_connect: Callable[..., Any] | None = None
 ) -> tuple[Check, bool | None, bool]:
-    """Unauthenticated ``GetServer``: ``(check, supports_bot_accounts, reachable)``; the
+    """Unauthenticated ``GetServer`` and, unless its version is ≥ 0.5.0-0, the key-less
+    protocol probe: ``(check, speaks_protocol_2 or None when undecided, reachable)``; the
     later checks are skipped when the server is not ``reachable``."""
     from hermes_chatto.wire.connect import ChattoClient
     from hermes_chatto.wire.errors import ChattoError, ChattoNotAServerError
@@ -616,22 +696,39 @@ async def _server_check(
             else "check the URL, DNS and firewall, and that the Chatto server is running; " + FIX_URL
         )
         return Check("server", FAIL, f"cannot reach {settings.url}: {exc}", fix, _elapsed(t0)), None, False
-    supported = supports_bot_accounts(server.version)
+    verdict = await server_protocol(settings.url, server.version, connect=ws_connect)
+    supported = None if verdict.protocol is None else verdict.protocol == 2
+    named = supports_bot_accounts(server.version)
     if supported is False:
         check = Check(
-            "server", FAIL, f"Chatto {server.version} ('{server.name}'): {MSG_PROTOCOL_1}", FIX_UPGRADE, _elapsed(t0)
+            "server",
+            FAIL,
+            f"Chatto {server.version} ('{server.name}'): {MSG_PROTOCOL_1} "
+            f"(the realtime endpoint answered {verdict.evidence} to hello v2)",
+            FIX_UPGRADE,
+            _elapsed(t0),
         )
     elif supported is None:
         check = Check(
             "server",
             WARN,
-            f"Chatto '{server.name}' reports version {server.version!r} "
-            "(not semver); the realtime check decides the protocol",
+            f"Chatto '{server.name}' reports version {server.version!r}, and the realtime endpoint "
+            f"did not say which protocol it speaks ({verdict.evidence}); the realtime check decides",
             "nothing, if the realtime check passes",
             _elapsed(t0),
         )
-    else:
+    elif named:
         check = Check("server", PASS, f"Chatto {server.version} ('{server.name}')", "", _elapsed(t0))
+    else:
+        check = Check(
+            "server",
+            PASS,
+            f"Chatto {server.version} ('{server.name}') speaks realtime protocol 2 (the realtime "
+            f"endpoint answered {verdict.evidence} to a key-less hello v2); its version string is "
+            "not the protocol (a plain build of Chatto main reports 0.4.8)",
+            "",
+            _elapsed(t0),
+        )
     return check, supported, True
 
 
@@ -708,6 +805,14 @@ async def _rooms_checks(client: Any, settings: ChattoSettings) -> list[Check]:
 def _realtime_check(p: RealtimeProbe) -> Check:
     total = p.caught_up_ms if p.caught_up_ms is not None else None
     if p.caught_up:
+        if p.protocol_version != 2:
+            return Check(
+                "realtime",
+                FAIL,
+                f"the server hello names realtime protocol {p.protocol_version}, not 2",
+                FIX_UPGRADE,
+                total,
+            )
         if PROJECTION_CAPABILITY not in p.capabilities:
             return Check(
                 "realtime",

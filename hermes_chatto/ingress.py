@@ -13,7 +13,8 @@ and returns an :class:`IngressDecision` the adapter just executes.
    bodiless rows;
 5. :func:`gate` — DMs always; channels when ``@<bot login>`` appears outside code
    spans/blocks and blockquotes (:func:`mentions`), in a thread the bot takes part in,
-   or in a free-response room;
+   or in a free-response room; then :func:`bot_gate` — another bot's message only as
+   ``allow_bots`` says (default ``none``);
 6. :func:`route` — DM → ``chat_type="dm"``; channel → ``"group"``; ``chat_id`` = room
    id; ``thread_id`` = thread root id; a top-level channel message that starts a turn
    carries its own id as ``thread_id`` (answered in a thread under it, as Hermes' Slack
@@ -32,6 +33,12 @@ from typing import Protocol
 
 from .bounded import BoundedSet
 from .wire.types import ROOM_KIND_DM, ChattoMessage
+
+#: ``allow_bots`` values: other bots' messages never start a turn / only when they
+#: @mention the bot / like a person's (Hermes' Slack and Discord adapters: default none).
+ALLOW_BOTS_NONE, ALLOW_BOTS_MENTIONS, ALLOW_BOTS_ALL = "none", "mentions", "all"
+ALLOW_BOTS_VALUES = (ALLOW_BOTS_NONE, ALLOW_BOTS_MENTIONS, ALLOW_BOTS_ALL)
+
 
 # ---------------------------------------------------------------------------------
 # step 2: self
@@ -202,6 +209,8 @@ class IngressContext:
     ``bot_in_thread`` means the bot already takes part in the message's thread (it
     posted there, the root is its own, or a session exists for the thread);
     ``free_response`` means the room is configured to answer without a mention.
+    ``allow_bots`` (:data:`ALLOW_BOTS_VALUES`) says which messages of *other* bots may
+    start a turn (:func:`bot_gate`).
     """
 
     bot_user_id: str
@@ -213,6 +222,7 @@ class IngressContext:
     bot_in_thread: bool = False
     reply_in_thread: bool = True
     recently_created: Container[str] = field(default_factory=frozenset)
+    allow_bots: str = ALLOW_BOTS_NONE
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +232,8 @@ class IngressDecision:
     ``reason`` is a stable slug: ``dispatch_dm``, ``dispatch_mention``,
     ``dispatch_thread``, ``dispatch_free_response``, ``dispatch_no_mention_required``,
     ``own_message``, ``duplicate``, ``echo_row``, ``tombstone``, ``thread_root_refresh``,
-    ``no_body``, ``not_addressed``.
+    ``no_body``, ``not_addressed``, ``other_bot`` (another bot's message ``allow_bots``
+    does not admit).
     ``starts_thread`` is True when a top-level channel message gets ``thread_id`` = its
     own id (the reply opens a thread under it).
     """
@@ -253,6 +264,21 @@ def gate(msg: ChattoMessage, ctx: IngressContext) -> str | None:
         return "dispatch_free_response"
     if not ctx.require_mention:
         return "dispatch_no_mention_required"
+    return None
+
+
+def bot_gate(msg: ChattoMessage, reason: str, ctx: IngressContext) -> str | None:
+    """Step 5b: ``reason`` unchanged for a person's message; for another bot's message
+    (``author.is_bot``) ``reason`` only when ``allow_bots`` admits it (``all``; or
+    ``mentions`` and the message @mentions the bot), else ``None``. Two bots that answer
+    each other's thread replies would loop without end (hermes-agent PR #27127)."""
+    author = msg.author
+    if author is None or not author.is_bot:
+        return reason
+    if ctx.allow_bots == ALLOW_BOTS_ALL:
+        return reason
+    if ctx.allow_bots == ALLOW_BOTS_MENTIONS and reason == "dispatch_mention":
+        return reason
     return None
 
 
@@ -304,6 +330,8 @@ def decide(
     reason = gate(msg, ctx)
     if reason is None:
         return _drop("not_addressed", msg)
+    if bot_gate(msg, reason, ctx) is None:
+        return _drop("other_bot", msg)
     chat_type, chat_id, thread_id, starts = route(msg, ctx)
     author = msg.author
     return IngressDecision(

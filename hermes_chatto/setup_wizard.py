@@ -1,7 +1,7 @@
 """``hermes gateway setup`` wizard for Chatto (``PlatformEntry.setup_fn``).
 
 Asks for the server URL and the bot key (hidden input), validates both **live**
-(``ServerDiscoveryService/GetServer`` → Chatto ≥ 0.5.0-0; ``ViewerService/GetViewer`` → the
+(``ServerDiscoveryService/GetServer`` and the realtime protocol → Chatto ≥ 0.5.0; ``ViewerService/GetViewer`` → the
 key is valid and belongs to a bot, ``user.profile.is_bot``), then writes them the Hermes
 way for the *current profile* (``get_hermes_home()`` follows ``hermes -p <profile>``):
 
@@ -50,13 +50,18 @@ class SetupValidationError(Exception):
     """Live validation failed; ``str()`` is a one-line user-facing reason + fix (no key)."""
 
 
-async def validate_live(url: str, key: str, *, transport: Any = None, timeout: float = 15.0) -> LiveCheck:
-    """Check ``url`` and ``key`` against the server: GetServer (reachable, a Chatto server,
-    version ≥ 0.5.0-0 or unparsable) then GetViewer (key accepted, ``isBot``).
+async def validate_live(
+    url: str, key: str, *, transport: Any = None, timeout: float = 15.0, ws_connect: Any = None
+) -> LiveCheck:
+    """Check ``url`` and ``key`` against the server: GetServer (reachable, a Chatto server),
+    the realtime protocol (:func:`hermes_chatto.doctor.server_protocol`: a version string
+    below 0.5.0 — ``0.4.8`` from a plain build of Chatto main — is settled by a key-less
+    ``hello`` v2, not refused) then GetViewer (key accepted, ``isBot``). ``ws_connect``: the
+    WebSocket factory of the probe (tests).
 
     Raises :class:`SetupValidationError` with the reason and its fix.
     """
-    from hermes_chatto.doctor import plain_http_hint, supports_bot_accounts
+    from hermes_chatto.doctor import plain_http_hint, server_protocol
     from hermes_chatto.wire.connect import ChattoClient
     from hermes_chatto.wire.errors import (
         ChattoCredentialError,
@@ -76,7 +81,7 @@ async def validate_live(url: str, key: str, *, transport: Any = None, timeout: f
             raise SetupValidationError(
                 f"cannot reach the Chatto server at {url}: {redact(str(exc))}" + (f"; {hint}" if hint else "")
             ) from None
-    if supports_bot_accounts(server.version) is False:
+    if (await server_protocol(url, server.version, connect=ws_connect)).protocol == 1:
         raise SetupValidationError(
             f"the server runs Chatto {server.version}; bot accounts need Chatto ≥ 0.5.0 "
             "(0.4.x speaks realtime protocol 1): upgrade the server"

@@ -1,6 +1,6 @@
 """Agent tool ``chatto_send_message`` (toolset ``chatto``, opt-in).
 
-Posts text to a Chatto room (id or name) — or a thread in it — that the bot is a
+Posts text (and optionally local files as attachments) to a Chatto room (id or name) — or a thread in it — that the bot is a
 member of, through the same send path as a reply: the live adapter's
 ``ChattoAdapter.deliver`` when the gateway of this profile runs in this process, else the
 stand-alone sender (:func:`hermes_chatto.adapter.standalone.send_standalone`: a short-lived
@@ -57,6 +57,12 @@ SCHEMA: dict[str, Any] = {
                 "type": "string",
                 "description": "Optional: id of a message in the room; the text is posted in its thread.",
             },
+            "files": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Optional: absolute paths of local files to attach (images, documents, audio, "
+                "video); at most 10 per message, more go in further messages.",
+            },
         },
         "required": ["room", "text"],
     },
@@ -87,7 +93,7 @@ def _run_sync(coro, timeout: float):
     return box.get("v")
 
 
-async def _send_live(adapter: Any, room_ref: str, text: str, thread_id: str | None) -> dict:
+async def _send_live(adapter: Any, room_ref: str, text: str, thread_id: str | None, files: list) -> dict:
     room = await adapter.resolve_member_room(room_ref)
     if room is None:
         return {
@@ -96,15 +102,15 @@ async def _send_live(adapter: Any, room_ref: str, text: str, thread_id: str | No
         }
     meta = {"thread_id": thread_id} if thread_id else None
     root = await adapter.thread_root_for(room.id, None, meta)
-    report = await adapter.deliver(room.id, text, thread_root_event_id=root)
+    report = await adapter.deliver(room.id, text, thread_root_event_id=root, files=files)
     return _result(room.id, root, report)
 
 
-async def _send_standalone(room_ref: str, text: str, thread_id: str | None) -> dict:
+async def _send_standalone(room_ref: str, text: str, thread_id: str | None, files: list) -> dict:
     from .adapter.standalone import send_standalone
     from .config import load_settings
 
-    sent = await send_standalone(load_settings(None), room_ref, text, thread_id=thread_id, by_name=True)
+    sent = await send_standalone(load_settings(None), room_ref, text, thread_id=thread_id, by_name=True, files=files)
     if sent.room is None or sent.report is None:
         return {"error": f"refused: the bot is not a member of a room called {room_ref!r}"}
     return _result(sent.room.id, sent.root, sent.report)
@@ -118,6 +124,15 @@ def _result(room_id: str, root: str, report: Any) -> dict:
             "thread_id": root or None,
             "message_ids": list(report.sent_ids),
             "chunks": report.total,
+        }
+    if report.failed_index is None:  # the text went out; some files could not be attached
+        return {
+            "error": f"refused: {report.describe()}",
+            "room_id": room_id,
+            "thread_id": root or None,
+            "sent_message_ids": list(report.sent_ids),
+            "retry": "the text and the other files were posted (with a notice naming the failed files); "
+            "do not send the text again",
         }
     return {
         "error": f"refused: {report.describe()}",
@@ -139,6 +154,9 @@ def chatto_send_message(args: dict, **_kw: Any) -> str:
     thread_id = str((args or {}).get("thread_id") or "").strip() or None
     if not room or not text.strip():
         return json.dumps({"error": "refused: 'room' and a non-empty 'text' are required"})
+    files, bad = _files_of(args)
+    if bad:
+        return json.dumps({"error": f"refused: not a file the bot may send: {', '.join(bad)}"})
     from .adapter import live_adapter
 
     adapter = live_adapter()
@@ -151,14 +169,27 @@ def chatto_send_message(args: dict, **_kw: Any) -> str:
                 running = None
             if running is loop:
                 return json.dumps({"error": "refused: chatto_send_message cannot block the gateway loop"})
-            fut = asyncio.run_coroutine_threadsafe(_send_live(adapter, room, text, thread_id), loop)
+            fut = asyncio.run_coroutine_threadsafe(_send_live(adapter, room, text, thread_id, files), loop)
             result = fut.result(TOOL_TIMEOUT_S)
         else:
-            result = _run_sync(_send_standalone(room, text, thread_id), TOOL_TIMEOUT_S)
+            result = _run_sync(_send_standalone(room, text, thread_id, files), TOOL_TIMEOUT_S)
     except Exception as e:  # noqa: BLE001 - the model gets a refusal, never a traceback
         logger.warning("chatto_send_message failed: %s", type(e).__name__)
         result = {"error": f"refused: {type(e).__name__}: {e}"}
     return json.dumps(result, ensure_ascii=False)
+
+
+def _files_of(args: dict) -> tuple[list, list[str]]:
+    """``args["files"]`` → (``OutboundFile`` list, refused paths). A path the host would not
+    deliver as media (``validate_media_delivery_path``: missing, not a regular file, a
+    credential store) is refused before anything is posted."""
+    from . import compat
+    from .adapter.uploads import OutboundFile
+
+    raw = (args or {}).get("files") or []
+    paths = [str(p) for p in (raw if isinstance(raw, list) else [raw]) if str(p).strip()]
+    bad = [p for p in paths if not compat.media_path_ok(p)]
+    return [OutboundFile(p) for p in paths if p not in bad], bad
 
 
 def check_available() -> bool:

@@ -1,8 +1,10 @@
 """Fixtures for the whole suite, and the layer markers.
 
 Sets a temp ``HERMES_HOME`` before any Hermes module is imported. Every test gets the
-marker of its folder (``unit``, ``wire``, ``server``, ``host``, ``e2e``; registered in
-pyproject.toml), so ``pytest -m "unit or wire"`` (``make test-fast``) selects by layer.
+marker of its folder (``unit``, ``wire``, ``server``, ``host``, ``e2e``, ``live``; registered
+in pyproject.toml), so ``pytest -m "unit or wire"`` (``make test-fast``) selects by layer and
+``pytest -m live`` (``make live``) runs the live suite (skipped without a real server, see
+tests/live/conftest.py).
 Shared fakes and helpers live in the ``support`` package (``tests/support``), never here.
 
 Fixtures (all function-scoped):
@@ -48,6 +50,10 @@ CHATTO_ENV = (
     "CHATTO_THREAD_CONTEXT_WINDOW",
     "CHATTO_THREAD_CONTEXT_MAX_BYTES",
     "CHATTO_WIRE_LOG_LEVEL",
+    "CHATTO_ATTACHMENT_MAX_BYTES",
+    "CHATTO_ATTACHMENT_TOTAL_BYTES",
+    "CHATTO_ATTACHMENT_TIMEOUT",
+    "CHATTO_ATTACHMENT_INLINE_TEXT_BYTES",
     "GATEWAY_ALLOWED_USERS",
     "GATEWAY_ALLOW_ALL_USERS",
     "GATEWAY_MULTIPLEX_PROFILES",
@@ -56,7 +62,7 @@ CHATTO_ENV = (
 
 #: Test folder → marker (tests/<folder>/...). A test outside these folders gets none and
 #: is then run only by ``make test``.
-LAYERS = ("unit", "wire", "server", "host", "e2e")
+LAYERS = ("unit", "wire", "server", "host", "e2e", "live")
 _TESTS = Path(__file__).resolve().parent
 
 

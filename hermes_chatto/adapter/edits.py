@@ -35,6 +35,7 @@ from ..logs import get_logger
 from ..wire.types import ChattoMessage
 from .boundary import ErrorBoundary
 from .conn import Conn
+from .media import retext
 from .turns import TurnTracker
 
 logger = get_logger("hermes_chatto.adapter")
@@ -108,7 +109,9 @@ class EditReplacement:
             # of a message edited earlier looks the same): same text, nothing to replace
             self._conn.counters["edits_unchanged"] += 1
             return
-        new_event = dataclasses.replace(old, text=d.text, raw_message=msg, timestamp=datetime.now())
+        # an edit changes the body, not the files: keep their notes and inlined text
+        text = retext(old.text or "", getattr(old.raw_message, "body", None) or "", d.text)
+        new_event = dataclasses.replace(old, text=text, raw_message=msg, timestamp=datetime.now())
         logger.info("Chatto: trigger %s edited during its turn; replacing the turn", msg.event_id)
         self.replacing[d.guard_key] = (old, new_event)
         self._conn.counters["edits_replaced"] += 1

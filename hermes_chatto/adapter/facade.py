@@ -17,8 +17,13 @@ unit (module)           owns
 ``cursor``              the realtime resume cursor (persisted)
 ``orphans``             the hermes-agent 0.19.0 orphaned-follow-up workaround
 ``sender``              the send path (and, module-wide, its resume registry)
+``media_out``           the host's media calls (send_image_file, send_document, …) → the send path
 ``ops``                 edits/deletes/reactions/typing/room info
+``streams``             streamed answers: preview, final split, failed edits
+``reactions``           lifecycle reactions: accepted / done / failed
+``approvals``           exec approval prompts, answers by reaction or typed command
 ``inbound``             realtime events → ingress → ``handle_message``
+``media``               inbound attachments of a turn: download, cache, order
 ``lifecycle``           connect / disconnect
 ``boundary``            the error boundary of every host hook and realtime handler
 ======================  =========================================================
@@ -35,7 +40,9 @@ from typing import Any
 from .. import compat
 from ..delivery import DEFAULT_CHUNK_BYTES, DeliveryReport
 from ..logs import get_logger
+from ..wire.events import ReactionChanged
 from ..wire.types import ChattoRoom
+from .approvals import ExecApprovals
 from .boundary import ErrorBoundary
 from .conn import Conn
 from .cursor import CursorKeeper
@@ -43,14 +50,18 @@ from .edits import EditReplacement
 from .gap import GapRecovery
 from .inbound import Inbound
 from .lifecycle import Lifecycle
+from .media import InboundMedia
 from .outbound import OutboundOps
+from .reactions import LifecycleReactions
 from .registry import register_live, unregister_live
 from .rooms import RoomDirectory, find_member_room
 from .routing import route_reply
 from .secret import RedactedStr
 from .send import SendPath, send_result_from_report
+from .streaming import NO_SPLIT_LIMIT, StreamingReplies
 from .threads import ThreadIndex
 from .turns import TurnTracker
+from .uploads import MediaSender
 from .workarounds import OrphanRescue
 
 logger = get_logger("hermes_chatto.adapter")
@@ -72,6 +83,17 @@ class ChattoAdapter(_Base):
     MAX_MESSAGE_LENGTH = DEFAULT_CHUNK_BYTES
     splits_long_messages = True
     supports_code_blocks = True
+    #: Streaming (hermes-agent ``gateway/stream_consumer.py``): messages are edited in place
+    #: (``MessageService/UpdateMessage``); every stream ends with a ``finalize=True`` edit
+    #: even when the text did not change, because the final split happens there
+    #: (:mod:`hermes_chatto.adapter.streaming`).
+    SUPPORTS_MESSAGE_EDITING = True
+    REQUIRES_EDIT_FINALIZE = True
+    #: Chatto's composer sends a leading "/" as typed: its autocomplete reacts only to "@"
+    #: and ":" (chattocorp/chatto apps/frontend/src/lib/components/composer/
+    #: autocomplete.svelte.ts ``update()`` l. 53-55) and the body goes out unchanged
+    #: (submission.svelte.ts l. 157), so "/approve" reaches the bot.
+    typed_command_prefix = "/"
 
     def __init__(
         self,
@@ -118,9 +140,14 @@ class ChattoAdapter(_Base):
             session_key_for=self.session_key_for,
         )
         self.inbound.gap, self.inbound.edits = self.gap, self.edits
+        self.media = self.inbound.media = InboundMedia(conn, boundary)
         self.cursor = CursorKeeper(conn)
         self.sender = SendPath(conn, self.rooms, self.threads, boundary)
+        self.media_out = MediaSender(self, self.sender)
         self.ops = OutboundOps(self, conn, self.rooms)
+        self.streams = StreamingReplies(conn, self.sender.deliver)
+        self.reactions = LifecycleReactions(conn, self.ops)
+        self.approvals = ExecApprovals.for_adapter(self)
         self.lifecycle = Lifecycle(
             self,
             conn,
@@ -178,6 +205,10 @@ class ChattoAdapter(_Base):
         """Length in UTF-8 **bytes** (Chatto's body limit unit)."""
         return lambda s: len(s.encode("utf-8"))
 
+    def streaming_overflow_limit(self) -> int:
+        """The stream consumer never splits (the adapter does, at finalize): UTF-8 bytes."""
+        return NO_SPLIT_LIMIT
+
     def session_key_for(self, source: Any) -> str:
         """The runner's session key for ``source`` (byte-identical; compat.session_key)."""
         return compat.session_key(self, source)
@@ -195,7 +226,7 @@ class ChattoAdapter(_Base):
     def _new_realtime(self) -> Any:
         settings = self.conn.settings
         kw: dict[str, Any] = {
-            "on_event": self.inbound.on_event,
+            "on_event": self._on_event,
             "retained_rooms": self.rooms.subscribe_list,
             "resume_cursor": self.cursor.cursor,
             "on_cursor": self.cursor.on_cursor,
@@ -206,6 +237,13 @@ class ChattoAdapter(_Base):
         from ..wire.realtime import RealtimeSession
 
         return RealtimeSession(settings.url, settings.bot_key, **kw)
+
+    async def _on_event(self, ev: Any) -> None:
+        """A realtime event: an answer to an approval prompt (reactions), then the inbound."""
+        if isinstance(ev, ReactionChanged):
+            with self.boundary.guard("approvals.on_reaction"):
+                await self.approvals.on_reaction(ev.room_id, ev.message_event_id, ev.emoji, ev.user_id, ev.added)
+        await self.inbound.on_event(ev)
 
     async def connect(self, *, is_reconnect: bool = False) -> bool:
         """Connect (see :mod:`hermes_chatto.adapter.lifecycle`); False after a fatal error."""
@@ -218,30 +256,30 @@ class ChattoAdapter(_Base):
     async def disconnect(self) -> None:
         """Stop the realtime session and close the HTTP client (idempotent)."""
         unregister_live(self._scope, self)
+        await self.media.close()
         await self.lifecycle.disconnect()
 
     # ------------------------------------------------------------------ host turn hooks
 
     async def on_processing_start(self, event: Any) -> None:
-        """Remember the turn (for edit replacement) and add the acknowledgement reaction
-        (``ack_reaction`` shortcode; off when empty) to an authorised trigger."""
+        """Remember the turn (for edit replacement); the accepted reaction (see
+        :class:`LifecycleReactions`)."""
         with self.boundary.guard("on_processing_start"):
             self.turns.started(event)
-            await self.ops.react(event, getattr(self.conn.settings, "ack_reaction", ""))
+            await self.reactions.accepted(event)
 
     async def on_processing_complete(self, event: Any, outcome: Any) -> None:
-        """Forget the turn; add ``done_reaction`` on success (off when empty). A turn
-        replaced by an edit hands over to its replacement here."""
+        """Forget the turn; the done / failed reaction (see :class:`LifecycleReactions`). A
+        turn replaced by an edit hands over to its replacement here."""
         with self.boundary.guard("on_processing_complete"):
             key, drained = self.turns.released(event)
             if self.edits.is_stale(key, event):
                 assert key is not None
                 await self.edits.finish(key, event)
                 return
-            ok = compat.outcome_succeeded(outcome)
-            self.turns.finished(event, drained, ok)
-            if ok:
-                await self.ops.react(event, getattr(self.conn.settings, "done_reaction", ""))
+            self.turns.finished(event, drained, compat.outcome_succeeded(outcome))
+            await self.approvals.turn_ended(event)
+            await self.reactions.finished(event, outcome)
 
     async def interrupt_session_activity(self, session_key: str, chat_id: str, metadata: Any = None) -> None:
         """The base behaviour, then the turn tracker's mark for the queue discard that
@@ -257,6 +295,51 @@ class ChattoAdapter(_Base):
         with self.boundary.guard("get_pending_message"):
             self.turns.pending_taken(session_key, ev)
         return ev
+
+    async def handle_message(self, event: Any) -> None:
+        """The base behaviour; a typed ``/approve`` / ``/deny`` also closes the open prompt."""
+        with self.boundary.guard("approvals.note_message"):
+            await self.approvals.note_message(event)
+        await super().handle_message(event)
+
+    # ------------------------------------------------------------------ exec approvals
+
+    @classmethod
+    def supports_exec_approval_buttons(cls) -> bool:
+        """Newer hosts' probe (hermes-agent > 0.19.0): this adapter renders its own prompt."""
+        return True
+
+    async def send_exec_approval(
+        self,
+        chat_id: str,
+        command: str,
+        session_key: str,
+        description: str = "dangerous command",
+        metadata: dict[str, Any] | None = None,
+        allow_permanent: bool = True,
+        smart_denied: bool = False,
+        **extra: Any,
+    ) -> Any:
+        """The approval prompt (see :class:`ExecApprovals`); hermes-agent 0.19.0's hook.
+        ``extra``: newer hosts' keywords (``allow_session``, ``request_id``)."""
+        try:
+            return await self.approvals.prompt(
+                chat_id,
+                command,
+                session_key,
+                description,
+                metadata,
+                allow_permanent=allow_permanent,
+                allow_session=bool(extra.get("allow_session", True)),
+                smart_denied=smart_denied,
+            )
+        except Exception as exc:  # noqa: BLE001 - the host then posts its plain-text prompt
+            self.boundary.report("send_exec_approval", exc)
+            return compat.send_result(success=False, error=f"approval prompt failed: {exc}")
+
+    async def _send_exec_approval_prompt(self, prompt: Any) -> Any:
+        """Newer hosts' hook: the same prompt from their ``ExecApprovalPrompt``."""
+        return await self.send_exec_approval(**compat.exec_approval_prompt_args(prompt))
 
     # ------------------------------------------------------------------ outbound
 
@@ -283,14 +366,17 @@ class ChattoAdapter(_Base):
         thread_root_event_id: str,
         session_key: str | None = None,
         turn_trigger: str | None = None,
+        files: Any = (),
     ) -> DeliveryReport:
-        """Post ``content`` through the one send path (see :meth:`SendPath.deliver`)."""
+        """Post ``content`` (with ``files`` attached) through the one send path (see
+        :meth:`SendPath.deliver`)."""
         return await self.sender.deliver(
             chat_id,
             content,
             thread_root_event_id=thread_root_event_id,
             session_key=session_key,
             turn_trigger=turn_trigger,
+            files=files,
         )
 
     async def send(
@@ -311,13 +397,58 @@ class ChattoAdapter(_Base):
             logger.info("Chatto: dropped output of a turn replaced by an edit")
             return compat.send_result(success=True)
         session_key, turn_trigger = self.turns.send_owner(chat_id, root, reply_to)
+        if self.streams.is_stream_send(metadata):
+            return await self.streams.open(
+                chat_id,
+                content,
+                root=root,
+                session_key=session_key,
+                turn_trigger=turn_trigger,
+                final=bool((metadata or {}).get("notify")),
+            )
         report = await self.deliver(
             chat_id, content, thread_root_event_id=root, session_key=session_key, turn_trigger=turn_trigger
         )
         return send_result_from_report(report)
 
+    # -- attachments: every media call is one post through the send path (adapter/uploads.py)
+
+    # (reply_to= / metadata= arrive in **kw, as the host passes them; see MediaSender.send_files)
+    async def send_image_file(self, chat_id: str, image_path: str, caption: str | None = None, **kw: Any) -> Any:
+        """Upload ``image_path`` and post it (with ``caption``) as a Chatto attachment."""
+        return await self.media_out.send_path(chat_id, image_path, caption, **kw)
+
+    async def send_document(self, chat_id: str, file_path: str, caption: str | None = None, **kw: Any) -> Any:
+        """Upload ``file_path`` (shown as ``file_name=``) and post it as an attachment."""
+        return await self.media_out.send_path(chat_id, file_path, caption, **kw)
+
+    async def send_voice(self, chat_id: str, audio_path: str, caption: str | None = None, **kw: Any) -> Any:
+        """Upload an audio file and post it as an attachment (Chatto has no voice bubble)."""
+        return await self.media_out.send_path(chat_id, audio_path, caption, **kw)
+
+    async def send_video(self, chat_id: str, video_path: str, caption: str | None = None, **kw: Any) -> Any:
+        """Upload a video and post it as an attachment (the server may refuse video uploads)."""
+        return await self.media_out.send_path(chat_id, video_path, caption, **kw)
+
+    async def send_multiple_images(
+        self,
+        chat_id: str,
+        images: list[tuple[str, str]],
+        metadata: dict[str, Any] | None = None,
+        human_delay: float = 0.0,
+    ) -> None:
+        """Local images in one post (≤ 10 per message, more → several in order); remote URLs
+        through the host's default (a link each)."""
+        rest = await self.media_out.send_images(chat_id, images, metadata)
+        if rest:
+            await super().send_multiple_images(chat_id, rest, metadata=metadata, human_delay=human_delay)
+
     async def edit_message(self, chat_id: str, message_id: str, content: str, *, finalize: bool = False) -> Any:
-        """``MessageService/UpdateMessage`` of a message the bot sent (see :class:`OutboundOps`)."""
+        """``MessageService/UpdateMessage`` of a message the bot sent: a streamed answer's
+        through :class:`StreamingReplies` (preview, final split on ``finalize``), any other
+        through :class:`OutboundOps`."""
+        if self.streams.owns(message_id):
+            return await self.streams.edit(message_id, content, finalize=finalize)
         return await self.ops.edit_message(chat_id, message_id, content)
 
     async def delete_message(self, chat_id: str, message_id: str) -> bool:
@@ -325,7 +456,11 @@ class ChattoAdapter(_Base):
         return await self.ops.delete_message(chat_id, message_id)
 
     async def send_typing(self, chat_id: str, metadata: Any = None) -> None:
-        """The typing indicator, rate-limited per room/thread (see :class:`OutboundOps`)."""
+        """The typing indicator, rate-limited per room/thread (see :class:`OutboundOps`); off
+        when the host's ``typing_indicator`` is off for this platform and while an approval
+        prompt waits in the chat."""
+        if getattr(self.config, "typing_indicator", True) is False or self.approvals.waiting(chat_id):
+            return
         await self.ops.send_typing(chat_id, metadata)
 
     async def stop_typing(self, chat_id: str, metadata: Any = None) -> None:

@@ -24,6 +24,7 @@ from .conn import Conn
 from .edits import EditReplacement
 from .followed import FollowedReplies
 from .gap import GapRecovery
+from .media import InboundMedia
 from .rooms import RoomDirectory
 from .threads import ThreadIndex
 from .turns import TurnTracker
@@ -69,6 +70,7 @@ class Inbound:
         self._rescue = rescue
         self.gap: GapRecovery | None = None  # set by the facade (it needs this unit)
         self.edits: EditReplacement | None = None
+        self.media: InboundMedia | None = None  # set by the facade (attachments of a turn)
         # Running hydrate_room calls: the event loop keeps only a weak reference to a task,
         # so one nobody holds could be garbage-collected before it finishes.
         self._hydrations: set[asyncio.Task[None]] = set()
@@ -193,6 +195,7 @@ class Inbound:
             bot_in_thread=bot_in_thread,
             reply_in_thread=s.reply_in_thread,
             recently_created=self._threads.own,
+            allow_bots=getattr(s, "allow_bots", "none"),
         )
 
     def _observe(self, msg: ChattoMessage, retained: bool) -> None:
@@ -277,8 +280,25 @@ class Inbound:
             user_name=d.user_name,
         )
         self._conn.counters["dispatched"] += 1
+        media, order = self.media, ThreadKey(d.chat_id, d.thread_id or "")
+        if media is not None and (msg.attachments or media.busy(order)):
+            # files are fetched off the read loop; the room/thread keeps its order (media.py)
+            media.schedule(order, lambda: self._dispatch_with_media(event, msg, d.thread_id))
+            return
+        await self._dispatch_turn(event, msg, d.thread_id)
+
+    async def _dispatch_with_media(self, event: Any, msg: ChattoMessage, thread_id: str | None) -> None:
+        media = self.media
+        if media is not None and msg.attachments:
+            turn = None
+            with self._boundary.guard("media.collect"):  # a bug here must not lose the turn
+                turn = await media.collect(msg)
+            media.apply(event, turn if turn is not None else media.unprocessed(msg))
+        await self._dispatch_turn(event, msg, thread_id)
+
+    async def _dispatch_turn(self, event: Any, msg: ChattoMessage, thread_id: str | None) -> None:
         await self.dispatch(event)
-        if d.thread_id and _is_command(event):
+        if thread_id and _is_command(event):
             self._turns.command_handled(msg.event_id)
 
     async def dispatch(self, event: Any) -> None:

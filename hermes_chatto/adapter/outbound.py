@@ -118,22 +118,38 @@ class OutboundOps:
             "chat_id": chat_id,
         }
 
-    async def react(self, event: Any, emoji: str) -> None:
-        """Add reaction ``emoji`` (a shortcode; nothing when empty) to an authorised trigger."""
+    async def add_reaction(self, chat_id: str, message_id: str, emoji: str) -> bool:
+        """The bot's own reaction ``emoji`` on ``message_id`` (e.g. an approval prompt's
+        answer options); False on any error (logged at DEBUG: decoration)."""
+        client = self._conn.client
+        if client is None:
+            return False
+        try:
+            await asyncio.wait_for(client.add_reaction(chat_id, message_id, emoji), timeout=REACTION_TIMEOUT_S)
+            return True
+        except Exception as exc:  # noqa: BLE001 - a reaction is decoration
+            logger.debug("Chatto: reaction %s on %s failed: %s", emoji, message_id, exc)
+            return False
+
+    async def react(self, event: Any, emoji: str, *, remove: bool = False) -> bool:
+        """Add (``remove``: take back) reaction ``emoji`` (a shortcode; nothing when empty)
+        on an authorised trigger. True when the call succeeded."""
         src = getattr(event, "source", None)
         mid = getattr(event, "message_id", None)
         client = self._conn.client
         if not emoji or not mid or src is None or client is None or getattr(event, "internal", False):
-            return
+            return False
         if compat.is_sender_authorized(self._host, src.user_id, src.chat_type, src.chat_id) is False:
-            return
+            return False
         try:
-            await asyncio.wait_for(client.add_reaction(src.chat_id, mid, emoji), timeout=REACTION_TIMEOUT_S)
+            call = client.remove_reaction if remove else client.add_reaction
+            await asyncio.wait_for(call(src.chat_id, mid, emoji), timeout=REACTION_TIMEOUT_S)
+            return True
         except ChattoPermissionDenied as exc:
             # once per room with the fix; a reaction is decoration, the answer is unaffected
             if src.chat_id in self._react_refused:
                 logger.debug("Chatto: reaction %s on %s refused again: %s", emoji, mid, exc)
-                return
+                return False
             self._react_refused.add(src.chat_id)
             room = self._rooms.get(src.chat_id) or src.chat_id
             logger.warning(
@@ -144,3 +160,4 @@ class OutboundOps:
             )
         except Exception as exc:  # noqa: BLE001 - a reaction is decoration, never a failure
             logger.debug("Chatto: reaction %s on %s failed: %s", emoji, mid, exc)
+        return False

@@ -14,6 +14,11 @@ its ``permission_denied`` errors spell them):
                            channel itself, with a one-line note.
 ``message.react``          ``AddReaction`` (the acknowledgement / done reactions). Without
                            it: no reactions; answers are unaffected.
+``message.attach``         ``AssetUploadService/CreateUpload`` and ``CreateMessage`` with
+                           ``attachment_asset_ids`` (files the agent sends: images,
+                           documents, voice, video). Without it each file becomes a notice
+                           in the room and the send reports failed; reading files people
+                           post needs membership only.
 =========================  ==================================================================
 
 The typing indicator needs membership only; edits and deletes of the bot's own messages need
@@ -30,12 +35,14 @@ from typing import Any
 PERM_POST = "message.post"
 PERM_THREAD = "message.post-in-thread"
 PERM_REACT = "message.react"
+PERM_ATTACH = "message.attach"
 
 #: What breaks without each permission (said in warnings and the README table).
 CONSEQUENCE: Mapping[str, str] = {
     PERM_POST: "the bot cannot post in this room: no answers at all",
     PERM_THREAD: "the bot cannot reply in threads: answers to mentions go to the channel itself",
     PERM_REACT: "no acknowledgement/done reactions",
+    PERM_ATTACH: "the bot cannot attach files (images, documents, voice, video): each becomes a notice",
 }
 
 #: How to grant (the same words in every warning).
@@ -45,7 +52,7 @@ FIX = (
     "its owner holds the same permission, so if the bot was granted it, its owner lacks it"
 )
 
-_PERM_RE = re.compile(r"\b(message\.post-in-thread|message\.post|message\.react)\b")
+_PERM_RE = re.compile(r"\b(message\.post-in-thread|message\.post|message\.react|message\.attach)\b")
 
 
 def room_label(room: Any) -> str:

@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import compat
@@ -35,6 +35,7 @@ from .conn import Conn
 from .permissions import PERM_POST, PERM_THREAD, refusal_warning, refused_permission
 from .rooms import RoomDirectory
 from .threads import ThreadIndex
+from .uploads import OutboundFile, attachment_plan, failure_notice, upload_files
 
 logger = get_logger("hermes_chatto.adapter")
 
@@ -126,6 +127,7 @@ async def deliver_text(
     thread_root_event_id: str,
     on_sent: Callable[[str], None] | None = None,
     limit_bytes: int = DEFAULT_CHUNK_BYTES,
+    files: Sequence[OutboundFile] = (),
 ) -> DeliveryReport:
     """Split ``text`` by UTF-8 bytes and post it as one answer into ``room_id`` /
     ``thread_root_event_id`` (``""`` = flat) — the one send path shared by the adapter,
@@ -137,7 +139,14 @@ async def deliver_text(
     retry resumes *after* that chunk (never a duplicate; the report said it may be
     missing). Also recognises the host's plain-text fallback resend of a failed reply.
     ``on_sent(event_id)`` runs as each chunk's ``CreateMessage`` returns.
+
+    ``files``: local files to attach (:mod:`hermes_chatto.adapter.uploads`): uploaded into
+    the room first, then posted with the text, ≤ 10 per message; a file that failed is named
+    in a notice after the text and the report is not ``ok``. A delivery with files is
+    never resumed (a retry would upload again).
     """
+    if files:
+        return await _deliver_with_files(client, room_id, text, files, thread_root_event_id, on_sent, limit_bytes)
     resumed = RESUME.lookup(room_id, thread_root_event_id, text)
     if resumed is not None:
         orig, chunks, sent, start = resumed
@@ -157,6 +166,28 @@ async def deliver_text(
             client, room_id, chunks, thread_root_event_id=thread_root_event_id, on_sent=on_sent
         )
     RESUME.store(room_id, thread_root_event_id, text, chunks, report)
+    return report
+
+
+async def _deliver_with_files(
+    client: Any,
+    room_id: str,
+    text: str,
+    files: Sequence[OutboundFile],
+    root: str,
+    on_sent: Callable[[str], None] | None,
+    limit_bytes: int,
+) -> DeliveryReport:
+    staged = await upload_files(client, room_id, files)
+    notice = failure_notice(staged.failed)
+    body = "\n\n".join(x for x in (text.strip() and text, notice) if x)
+    bodies, groups = attachment_plan(split_body(body, limit_bytes) if body else [], staged.asset_ids)
+    report = await deliver_chunks(
+        client, room_id, bodies, thread_root_event_id=root, on_sent=on_sent, attachments=groups
+    )
+    if staged.failed:
+        report.failed_uploads.extend(f"{name}: {reason}" for name, reason in staged.failed)
+        report.error = report.error or staged.error
     return report
 
 
@@ -201,7 +232,7 @@ def send_result_from_report(report: DeliveryReport) -> Any:
         continuation_message_ids=cont,
         error=text,
         raw_response={"message_ids": ids, "failed_index": report.failed_index, "chunks": report.total},
-        retryable=bool(getattr(err, "retryable", False)) and not report.may_have_landed,
+        retryable=bool(getattr(err, "retryable", False)) and not report.may_have_landed and not report.failed_uploads,
         retry_after=report.retry_after,
         error_kind=error_kind_for(err, text),
     )
@@ -230,6 +261,7 @@ class SendPath:
         thread_root_event_id: str,
         session_key: str | None = None,
         turn_trigger: str | None = None,
+        files: Sequence[OutboundFile] = (),
     ) -> DeliveryReport:
         """THE send path: :func:`deliver_text` into ``chat_id`` under ``thread_root_event_id``
         (``""`` = flat). Each chunk's id is remembered as own (echo dropping) and handed to
@@ -243,7 +275,7 @@ class SendPath:
         or shutdown while a CreateMessage is in flight): otherwise a chunk the server
         accepted could go unrecorded. :meth:`wait_idle` waits (bounded) for those."""
         task = asyncio.ensure_future(
-            self._deliver_now(chat_id, content, thread_root_event_id or "", session_key, turn_trigger)
+            self._deliver_now(chat_id, content, thread_root_event_id or "", session_key, turn_trigger, files)
         )
         self._deliveries.add(task)
         task.add_done_callback(self._deliveries.discard)
@@ -264,7 +296,13 @@ class SendPath:
                 frontier.note_sent(chat_id, root, ids, session_key, turn_trigger=turn_trigger)
 
     async def _deliver_now(
-        self, chat_id: str, content: str, root: str, session_key: str | None, turn_trigger: str | None
+        self,
+        chat_id: str,
+        content: str,
+        root: str,
+        session_key: str | None,
+        turn_trigger: str | None,
+        files: Sequence[OutboundFile] = (),
     ) -> DeliveryReport:
         client = self._conn.client
         if client is None:
@@ -297,12 +335,14 @@ class SendPath:
             with self._boundary.guard("frontier.begin_send"):
                 token = frontier.begin_send(chat_id, root, session_key)
         try:
-            report = await deliver_text(client, chat_id, content, thread_root_event_id=root, on_sent=on_sent)
+            report = await deliver_text(
+                client, chat_id, content, thread_root_event_id=root, on_sent=on_sent, files=files
+            )
         finally:
             if frontier is not None:
                 with self._boundary.guard("frontier.end_send"):
                     frontier.end_send(token)
-        if isinstance(report.error, ChattoPermissionDenied) and not report.sent_ids:
+        if isinstance(report.error, ChattoPermissionDenied) and not report.sent_ids and not files:
             flat = await self._refused(client, chat_id, content, root, report)
             if flat is not None:
                 self._record(chat_id, "", flat, [], session_key, turn_trigger)

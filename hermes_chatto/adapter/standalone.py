@@ -8,6 +8,7 @@ split, one thread root, stop at the first failure, resume on retry).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from ..wire.types import ChattoRoom
 from .rooms import find_member_room
 from .routing import resolve_thread_root
 from .send import deliver_text
+from .uploads import OutboundFile
 
 
 class RoomLookupError(Exception):
@@ -38,7 +40,13 @@ class StandaloneSend:
 
 
 async def send_standalone(
-    settings: Any, room_ref: str, text: str, *, thread_id: str | None = None, by_name: bool = False
+    settings: Any,
+    room_ref: str,
+    text: str,
+    *,
+    thread_id: str | None = None,
+    by_name: bool = False,
+    files: Sequence[OutboundFile] = (),
 ) -> StandaloneSend:
     """Post ``text`` into a room with a short-lived client.
 
@@ -59,5 +67,5 @@ async def send_standalone(
             except ChattoError as e:
                 raise RoomLookupError(e) from e
         root = await resolve_thread_root(client, room, thread_id)
-        report = await deliver_text(client, room.id, text, thread_root_event_id=root)
+        report = await deliver_text(client, room.id, text, thread_root_event_id=root, files=files)
         return StandaloneSend(room, root, report)

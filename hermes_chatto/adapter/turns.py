@@ -172,6 +172,16 @@ class TurnTracker:
         active = compat.active_sessions(self._host)
         return [(key, ev) for key, ev in list(self.processing.items()) if key in active]
 
+    def requester(self, chat_id: str, thread_id: str) -> tuple[str, str] | None:
+        """``(user id, user name)`` of the sender whose turn runs in ``chat_id`` / ``thread_id``
+        (``""`` = DM or flat), or ``None`` when none or several do."""
+        who = set()
+        for _key, ev in self.running():
+            src = getattr(ev, "source", None)
+            if src is not None and src.chat_id == chat_id and (src.thread_id or "") == (thread_id or ""):
+                who.add((str(src.user_id or ""), str(getattr(src, "user_name", "") or "")))
+        return who.pop() if len(who) == 1 else None
+
     def inflight_key(self, event_id: str) -> str | None:
         """The guard key of the running turn whose trigger is ``event_id``, or ``None``."""
         for key, ev in self.running():

@@ -150,10 +150,18 @@ def _line_parts(
         text = inert_text(m.body)
     suffix = ""
     if m.attachment_names:
-        names = ", ".join(inert_name(a) for a in m.attachment_names[:5])
+        names = ", ".join(_attachment_label(m, i) for i in range(min(5, len(m.attachment_names))))
         more = f" +{len(m.attachment_names) - 5}" if len(m.attachment_names) > 5 else ""
         suffix = (" " if text else "") + _cut_utf8(f"(attachment: {names}{more})", 200)
     return prefix, text, suffix
+
+
+def _attachment_label(m: ChattoMessage, i: int) -> str:
+    """``name`` or ``name [type]`` of attachment ``i`` (listed, never downloaded: the files
+    of earlier messages are reference text like the rest of the block)."""
+    name = inert_name(m.attachment_names[i])
+    ctype = m.attachments[i].content_type if i < len(m.attachments) else ""
+    return f"{name} [{inert_name(ctype)}]" if ctype else name
 
 
 def _omitted_note(n: int) -> str:

@@ -135,6 +135,7 @@ def message_json(m: ChattoMessage) -> dict:
         "thread_root_id": m.thread_root_event_id,
         "reply_count": m.reply_count,
         "echo_of": m.echo_of_event_id,
+        "attachments": [{"id": a.id, "filename": a.filename, "content_type": a.content_type} for a in m.attachments],
     }
 
 
@@ -188,12 +189,21 @@ def op_post(srv: LocalChatto, args: dict) -> dict:
     """Post as a person (``as``) in ``room``, optionally as a reply in ``thread``."""
     u = _user(srv, _arg(args, "as", required=True))
     room = _room(srv, _arg(args, "room", required=True))
+    ids = []
+    for f in _arg(args, "files", []) or []:  # {"name", "data" (base64), "content_type"}
+        import base64
+        import mimetypes
+
+        name = str(f.get("name") or "file")
+        ctype = str(f.get("content_type") or mimetypes.guess_type(name)[0] or "application/octet-stream")
+        ids.append(srv.upload(u.id, room.id, name, base64.b64decode(f.get("data") or ""), ctype))
     m = srv.post(
         u.id,
         room.id,
-        _arg(args, "text", required=True),
+        _arg(args, "text", "" if ids else None, required=not ids) or "",
         thread_root_event_id=_arg(args, "thread", "") or "",
         also_send_to_channel=bool(_arg(args, "also_send_to_channel", False)),
+        attachment_asset_ids=ids,
     )
     return {"message": message_json(m)}
 

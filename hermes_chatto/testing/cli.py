@@ -199,6 +199,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --thread: also show the reply in the channel (default: off)",
     )
+    p.add_argument(
+        "--file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="attach a local file (repeatable; uploaded with Chatto's chunked upload rules; default: none)",
+    )
 
     r = subs.add_parser(
         "read",
@@ -387,6 +394,9 @@ def _time(ts: float | None) -> str:
 def format_message(m: dict, *, reply: bool = False) -> str:
     """``<id>  <time>  <author>: <text>`` (one line per text line, later ones indented)."""
     body = "(deleted)" if m.get("deleted") else (m.get("body") or "")
+    files = [f"{a['filename']} [{a['content_type']}]" for a in m.get("attachments") or []]
+    if files and not m.get("deleted"):
+        body = (body + "\n" if body else "") + "(attachments: " + ", ".join(files) + ")"
     tags = []
     if m.get("author_is_bot"):
         tags.append("bot")
@@ -462,10 +472,23 @@ def cmd_post(args: argparse.Namespace) -> int:
             "text": args.text,
             "thread": args.thread,
             "also_send_to_channel": args.also_to_channel,
+            "files": [_file_arg(p) for p in args.file],
         },
     )
     # Only the id on stdout, so that ROOT=$(... post ...) captures it.
     return _out(args, data, lambda d: d["message"]["id"])
+
+
+def _file_arg(path: str) -> dict:
+    import base64
+    import os
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}", 2) from None
+    return {"name": os.path.basename(path), "data": base64.b64encode(data).decode()}
 
 
 def cmd_read(args: argparse.Namespace) -> int:

@@ -232,6 +232,29 @@ class Turn:
         return "".join(m.body or "" for m in self.replies)
 
 
+@dataclass
+class Peer:
+    """Another bot of this plugin on the same local Chatto (see :meth:`Harness.start_peer`)."""
+
+    login: str
+    bot_id: str
+    bot_key: str
+    home: Path
+    model: ScriptedModel
+    gateway: GatewayProcess
+
+    def idle(self) -> bool:
+        """No agent turn running in the peer's gateway."""
+        return int(_read_state(self.home).get("active_agents") or 0) == 0
+
+
+def _read_state(home: Path) -> dict:
+    try:
+        return json.loads((home / "gateway_state.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def _merge_config(base: dict, extra: dict) -> None:
     """Merge ``extra`` into ``base`` in place: dicts key by key, anything else replaced."""
     for k, v in extra.items():
@@ -369,6 +392,7 @@ class Harness:
         self._saved_env: dict[str, str | None] = {}
         self.gateway_starts = 0
         self.hermes_send_runs = 0
+        self.peers: list[Peer] = []
 
     @property
     def started_model(self) -> ScriptedModel:
@@ -415,6 +439,10 @@ class Harness:
         ``keep``. Never raises for an already stopped component."""
         with contextlib.suppress(Exception):
             await self.stop_gateway()
+        for peer in self.peers:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(peer.gateway.stop)
+            peer.model.stop()
         for c in list(self.clients.values()):
             with contextlib.suppress(Exception):
                 await c.aclose()
@@ -468,15 +496,19 @@ class Harness:
         """Write ``$HERMES_HOME/config.yaml`` (the offline settings above + the chatto platform) and
         ``$HERMES_HOME/.env`` (bot key, URL, authorisation). Re-writing keeps Hermes'
         own additions out: call before the first gateway start only."""
+        assert self.model is not None
+        env = {"CHATTO_BOT_KEY": self._bot_key, "CHATTO_URL": self.chatto.base_url}
+        self._write_home_to(self.home, self.model, self.extra_platform_config, env)
+
+    def _write_home_to(self, home: Path, model: ScriptedModel, extra_platform: dict, env: dict[str, str]) -> None:
         import yaml
 
-        assert self.model is not None
         general = self.rooms["general"]
         cfg = {
             "model": {
                 "provider": "custom",
-                "default": self.model.model_id,
-                "base_url": self.model.base_url,
+                "default": model.model_id,
+                "base_url": model.base_url,
                 "api_key": "sk-scripted-local",
                 "context_length": 131072,
             },
@@ -493,21 +525,56 @@ class Harness:
                     # The "Gateway online / shutting down" notices would land in #general.
                     "gateway_restart_notification": False,
                     "home_channel": {"platform": "chatto", "chat_id": general, "name": "general"},
-                    "extra": {"url": self.chatto.base_url, **self.extra_platform_config},
+                    "extra": {"url": self.chatto.base_url, **extra_platform},
                 }
             },
         }
         _merge_config(cfg, self.extra_config)
-        (self.home / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-        env = {"CHATTO_BOT_KEY": self._bot_key, "CHATTO_URL": self.chatto.base_url}
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+        env = dict(env)
         if self.allow_all_users:
             env["CHATTO_ALLOW_ALL_USERS"] = "true"
         else:
             env["CHATTO_ALLOWED_USERS"] = f"{self.users['alice']},{self.users['bob']}"
-        (self.home / ".env").write_text("".join(f"{k}={v}\n" for k, v in env.items()))
-        os.chmod(self.home / ".env", 0o600)
+        (home / ".env").write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+        os.chmod(home / ".env", 0o600)
 
-    def child_env(self) -> dict[str, str]:
+    async def start_peer(self, login: str, display_name: str, *, extra_platform_config: dict | None = None) -> Peer:
+        """A second bot account (``login``, usual bot permissions, member of ``general``) served
+        by its own real ``hermes gateway run`` (own Hermes home, own :class:`ScriptedModel`),
+        with this harness' authorisation and config. Started and subscribed when this
+        returns; :meth:`stop` stops it."""
+        bot, key = self.chatto.create_bot(login, display_name)
+        from hermes_chatto.testing.state import BOT_USUAL_PERMISSIONS
+
+        self.chatto.state.grant(None, bot.id, *BOT_USUAL_PERMISSIONS)
+        self.chatto.add_member(self.rooms["general"], bot.id)
+        self.chatto.state.grant(self.rooms["general"], bot.id, *BOT_USUAL_PERMISSIONS)
+        self.users[login] = bot.id
+        self.names[bot.id] = login
+        model = ScriptedModel()
+        model.start()
+        home = self.run_dir / f"peer-{login}" / "hermes-home"
+        self._write_home_to(
+            home, model, dict(extra_platform_config or {}), {"CHATTO_BOT_KEY": key, "CHATTO_URL": self.chatto.base_url}
+        )
+        gw = GatewayProcess(home, self.child_env(home), home.parent / "gateway.log")
+        peer = Peer(login, bot.id, key, home, model, gw)
+        self.peers.append(peer)
+        gw.start()
+
+        def ready() -> bool:
+            if not gw.alive():
+                raise RuntimeError(f"peer gateway exited; log:\n{gw.log_tail()}")
+            st = _read_state(home)
+            return st.get("pid") == gw.pid and (st.get("platforms") or {}).get("chatto", {}).get("state") == "connected"
+
+        await wait_until(ready, timeout=90, what=f"the peer gateway of {login} to connect")
+        await wait_until(lambda: _bot_socket_subscribed(self.chatto, bot.id), timeout=30, what=f"{login}'s socket")
+        return peer
+
+    def child_env(self, home: Path | None = None) -> dict[str, str]:
         """Environment for Hermes subprocesses: the caller's, minus anything that could
         redirect the model or select another profile, plus ``HERMES_HOME``,
         ``HERMES_API_TIMEOUT=30`` and (with ``nethook``) the socket-logging
@@ -516,7 +583,12 @@ class Harness:
             k: v for k, v in os.environ.items() if k not in _STRIP_ENV_EXACT and not k.startswith(_STRIP_ENV_PREFIXES)
         }
         env.update(
-            {"HERMES_HOME": str(self.home), "HERMES_API_TIMEOUT": "30", "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}
+            {
+                "HERMES_HOME": str(home or self.home),
+                "HERMES_API_TIMEOUT": "30",
+                "PYTHONUNBUFFERED": "1",
+                "NO_COLOR": "1",
+            }
         )
         if self.nethook:
             hook_dir = self.run_dir / "nethook"
@@ -589,10 +661,7 @@ class Harness:
         await self.start_gateway()
 
     def _gateway_state(self) -> dict:
-        try:
-            return json.loads((self.home / "gateway_state.json").read_text())
-        except (OSError, ValueError):
-            return {}
+        return _read_state(self.home)
 
     def _subprocess_ready(self) -> bool:
         g = self.gateway
@@ -653,17 +722,44 @@ class Harness:
                 return False
             return all(not getattr(a, "_active_sessions", {}) for a in r.adapters.values())
         st = self._gateway_state()
-        return int(st.get("active_agents") or 0) == 0
+        return int(st.get("active_agents") or 0) == 0 and self._triggers_settled()
+
+    def _triggers_settled(self) -> bool:
+        """No trigger of this harness still carries the bot's accepted reaction (👀, the
+        default ``ack_reaction``): the host has run ``on_processing_complete`` for each, so
+        its session guard is released. ``active_agents`` drops to 0 earlier than that, and
+        with streaming on the answer is visible before the agent's run ends: a person who
+        writes in that window meets a busy session."""
+        state = getattr(self.chatto, "state", None)
+        if state is None:
+            return True
+        for t in self.turns[-8:]:
+            m = state.messages.get(t.trigger.event_id)
+            if m is not None and self.bot_id in (m.reactions.get("eyes") or ()):
+                return False
+        return True
 
     async def wait_idle(self, timeout: float | None = None) -> None:
         await wait_until(self.gateway_idle, timeout=timeout or self.turn_timeout, what="the gateway to finish its turn")
 
     # ------------------------------------------------------------------ acting as people
-    async def post(self, room: str, text: str, *, thread_root: str = "", user: str = "alice") -> ChattoMessage:
+    async def post(
+        self, room: str, text: str, *, thread_root: str = "", user: str = "alice", files: Any = ()
+    ) -> ChattoMessage:
         """Post ``text`` as ``user`` over the real protocol (``MessageService/CreateMessage``).
-        ``room`` is a room id or a key of :attr:`rooms`."""
+        ``room`` is a room id or a key of :attr:`rooms`. ``files``: ``(filename, bytes,
+        content type)`` each, uploaded first (``AssetUploadService``) and attached."""
         room_id = self.rooms.get(room, room)
-        return await self.client(user).create_message(room_id, text, thread_root_event_id=thread_root)
+        ids: list[str] = []
+        if files:
+            from hermes_chatto.wire.assets import AssetClient
+
+            assets = AssetClient(self.client(user))
+            for name, data, ctype in files:
+                ids.append((await assets.upload_bytes(room_id, name, data, ctype)).id)
+        return await self.client(user).create_message(
+            room_id, text, thread_root_event_id=thread_root, attachment_asset_ids=ids
+        )
 
     async def bot_messages_since(self, trigger: ChattoMessage) -> list[ChattoMessage]:
         """The bot's messages posted at or after ``trigger`` in its room: top-level and in
@@ -696,6 +792,23 @@ class Harness:
         out.sort(key=lambda m: (m.created_at or 0.0, m.event_id))
         return out
 
+    #: Whether :meth:`skip_clock` can move the server's clock (the local server's can; a real
+    #: server's cannot, see tests/support/live.py).
+    can_skip_clock = True
+
+    async def read_room(self, room: str) -> list[ChattoMessage]:
+        """:meth:`room_messages`, awaitable: the scenarios use this so that a harness on a real
+        server (which reads over the API) can serve them too."""
+        return self.room_messages(room)
+
+    async def read_thread(self, room: str, root_event_id: str) -> list[ChattoMessage]:
+        """:meth:`thread`, awaitable (see :meth:`read_room`)."""
+        return self.thread(room, root_event_id)
+
+    async def delete_as_bot(self, room_id: str, event_id: str) -> None:
+        """Delete one of the bot's messages (the local server's driver; over the API elsewhere)."""
+        self.chatto.delete(self.bot_id, room_id, event_id)
+
     def thread(self, room: str, root_event_id: str) -> list[ChattoMessage]:
         """Replies of a thread, oldest first, from the server state (as alice)."""
         room_id = self.rooms.get(room, room)
@@ -707,7 +820,15 @@ class Harness:
         return self.chatto.room_messages(room_id, viewer=self.users["alice"])
 
     async def turn(
-        self, label: str, room: str, text: str, *, thread_root: str = "", user: str = "alice", expect_reply: bool = True
+        self,
+        label: str,
+        room: str,
+        text: str,
+        *,
+        thread_root: str = "",
+        user: str = "alice",
+        expect_reply: bool = True,
+        files: Any = (),
     ) -> Turn:
         """Post ``text`` as ``user`` and wait for the whole turn: the model's main-loop
         request, the bot's messages carrying the model's final answer (whitespace-
@@ -719,7 +840,7 @@ class Harness:
         n0 = len(model.turn_requests())
         c0 = len(model.chat_requests())
         t0 = time.monotonic()
-        trigger = await self.post(room, text, thread_root=thread_root, user=user)
+        trigger = await self.post(room, text, thread_root=thread_root, user=user, files=files)
         turn = Turn(label, trigger.room_id, trigger)
         self.turns.append(turn)
         if not expect_reply:

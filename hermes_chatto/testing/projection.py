@@ -209,13 +209,11 @@ def project(state: ChattoState, fact: Fact, viewer: str, retained) -> list | Non
         root = _carried(fact.root, fact, "root")
         thread = root.thread
         following = thread is not None and viewer in thread.followers
-        # realtime_projection.go (message_posted in_thread, viewer follows): the viewer's
-        # full followed-thread list, the affected thread unread unless the viewer wrote it
-        tail = []
-        if thread is not None and following:
-            entries = [e for e in followed_threads(state, viewer) if e[1] != root.rec.id]
-            entries.append((room.id, root.rec.id, fact.actor_id != viewer))
-            tail = [_thread_states(entries)]
+        tail = (
+            [_thread_states(_states_with(state, viewer, (room.id, root.rec.id, viewer in thread.unread)))]
+            if (thread is not None and following)
+            else []
+        )
         if kept:
             return [
                 _vs_replace(state, room, viewer, False),
@@ -300,6 +298,15 @@ def followed_threads(state: ChattoState, viewer: str):
             room = state.rooms.get(m.room_id)
             if room is not None and viewer in room.members:
                 yield (m.room_id, m.id, viewer in m.thread_unread)
+
+
+def _states_with(state: ChattoState, viewer: str, mine: tuple[str, str, bool]) -> list[tuple[str, str, bool]]:
+    """The viewer's whole list of followed-thread states with ``mine`` updated in place (or
+    appended): Chatto sends every state the viewer has, not just the changed one
+    (``BuildRealtimeProjectionThreadViewerStates`` in cli/internal/http_server/
+    realtime_projection.go, seen on Chatto main)."""
+    entries = [mine if e[:2] == mine[:2] else e for e in followed_threads(state, viewer)]
+    return entries if mine in entries else [*entries, mine]
 
 
 def reconciliation(state: ChattoState, viewer: str, *, replay: bool) -> pb.RealtimeServerFrame:

@@ -102,6 +102,10 @@ def message_pb(view: MsgView | MsgRec, viewer: str, state: ChattoState | None = 
         out.updated_at.CopyFrom(ts(m.updated_ns))
     if m.deleted_ns is not None:
         out.deleted_at.CopyFrom(ts(m.deleted_ns))
+    if m.attachments and state is not None:
+        from .assets import message_attachments
+
+        out.attachments.extend(message_attachments(state, m, viewer))
     for emoji, users in m.reactions.items():
         out.reactions.append(
             pb.MessageReaction(emoji=emoji, count=len(users), has_reacted=viewer in users, preview_user_ids=users[:3])
@@ -154,7 +158,7 @@ def timeline_event(state: ChattoState, item: MsgRec | RowRec | MsgView, viewer: 
         id=m.id,
         created_at=ts(m.created_ns),
         actor_id=m.actor_id,
-        message_posted=pb.RoomMessagePosted(message=message_pb(view, viewer)),
+        message_posted=pb.RoomMessagePosted(message=message_pb(view, viewer, state)),
     )
 
 

@@ -6,7 +6,13 @@ snake_case, unknown fields ignored) or ``application/proto`` (binary).
 
 Error behaviour (Connect unary wire format ``{"code","message"}``, HTTP status per the Connect spec):
 
-* unknown procedure (any path under ``/api`` that is not served) → HTTP 404, empty body
+* unknown procedure → HTTP 404 ``text/plain`` "404 page not found" (``\n``-terminated under
+  a mounted service: Go's ``http.NotFound``; without under any other path: gin's),
+  except that an unknown method of a served *authenticated* service checks the bearer
+  first (``unauthenticated``, 401, without a valid one): Chatto mounts each service path and
+  its Connect authentication runs before the service's own method routing
+  (``cli/internal/http_server/connect.go`` ``mountConnectHandler``); any other path under
+  ``/api`` is the same plain 404 (gin's ``NoRoute``)
 * method other than POST → 405; unsupported content type → 415
 * missing/invalid bearer on an authenticated service → ``unauthenticated`` (401)
 * body > 1 MiB (1,048,576 bytes) → ``resource_exhausted`` (429)
@@ -32,6 +38,7 @@ from hermes_chatto.wire.errors import ChattoError
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
 from . import render as R
+from .assets import ASSET_METHODS, request_limit
 from .state import ChattoState, err
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -195,6 +202,10 @@ def _reaction(m, emoji: str, viewer: str) -> pb.MessageReaction | None:
 
 
 def _react(ctx: Ctx, req, add: bool):
+    if not req.emoji:
+        # protovalidate ``min_len: 1`` on ``AddReactionRequest.emoji`` (proto/chatto/api/v1/reactions.proto)
+        # answers before the core's gemoji check ever runs
+        raise err("invalid_argument", "validation error: emoji: must be at least 1 characters")
     s = ctx.state
     with s.lock:
         changed, m = s.react(ctx.me, req.room_id, req.message_event_id, req.emoji, add)
@@ -274,6 +285,7 @@ METHODS: dict[str, tuple[type[Message], Callable[[Ctx, Any], Any], bool]] = {
     API + "UserService/BatchGetUsers": (pb.BatchGetUsersRequest, batch_get_users, False),
     API + "UserService/GetUser": (pb.GetUserRequest, get_user, False),
 }
+METHODS.update(ASSET_METHODS)  # AssetUploadService, AssetService (testing/assets.py)
 
 
 def bearer_of(request) -> str | None:
@@ -285,12 +297,12 @@ def bearer_of(request) -> str | None:
     return h[len("Bearer ") :]
 
 
-async def _read_body(request: Request) -> bytes | None:
-    """Body bytes, or ``None`` when it exceeds :data:`MAX_REQUEST_BYTES`."""
+async def _read_body(request: Request, limit: int = MAX_REQUEST_BYTES) -> bytes | None:
+    """Body bytes, or ``None`` when it exceeds ``limit`` bytes (:data:`MAX_REQUEST_BYTES`)."""
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > MAX_REQUEST_BYTES:
+        if size > limit:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
@@ -314,7 +326,11 @@ async def connect_endpoint(request: Request) -> Response:
     server._record(procedure, token)
     entry = METHODS.get(procedure)
     if entry is None:
-        return Response(b"", status_code=404)
+        service = procedure.rpartition("/")[0] + "/"
+        served = [e for p, e in METHODS.items() if p.startswith(service)]
+        if any(not e[2] for e in served) and server.authenticate(token) is None:
+            return error_response("unauthenticated", "authentication required")
+        return _not_found(mounted=bool(served))
     req_cls, handler, public = entry
     if request.method != "POST":
         return Response(b"", status_code=405, headers={"Allow": "POST"})
@@ -329,11 +345,10 @@ async def connect_endpoint(request: Request) -> Response:
             user_id = server.authenticate(token)
             if user_id is None:
                 return error_response("unauthenticated", "authentication required")
-        body = await _read_body(request)
+        limit = request_limit(procedure, MAX_REQUEST_BYTES)
+        body = await _read_body(request, limit)
         if body is None:
-            return error_response(
-                "resource_exhausted", f"message size is larger than configured max {MAX_REQUEST_BYTES}"
-            )
+            return error_response("resource_exhausted", f"message size is larger than configured max {limit}")
         try:
             if ctype == "application/json":
                 if not body:
@@ -381,6 +396,15 @@ async def _apply_fault(request: Request, fault) -> Response | None:
     return error_response(fault.code, fault.message or fault.code.replace("_", " "))
 
 
+def _not_found(*, mounted: bool = False) -> Response:
+    """What Chatto answers for a path nothing serves: under a mounted service, the Connect
+    mux's Go ``http.NotFound`` (``"404 page not found\n"``, ``text/plain; charset=utf-8``);
+    elsewhere gin's ``NoRoute`` (the same words without the newline, ``text/plain``)."""
+    if mounted:
+        return Response(b"404 page not found\n", status_code=404, headers={"Content-Type": "text/plain; charset=utf-8"})
+    return Response(b"404 page not found", status_code=404, headers={"Content-Type": "text/plain"})
+
+
 async def api_not_found(request: Request) -> Response:
-    """Anything else under ``/api``: plain 404, empty body (no SPA fallback under ``/api``)."""
-    return Response(b"", status_code=404)
+    """Anything else under ``/api``: the plain 404 (no SPA fallback under ``/api``)."""
+    return _not_found()

@@ -302,8 +302,10 @@ class ScriptedModel:
     # ------------------------------------------------------------------ script / records
     def push(self, *replies: str | dict) -> None:
         """Queue replies for the next streaming calls (FIFO). A dict may carry
-        ``content`` (str), ``tool_calls`` (list of ``{"name", "arguments": dict}``) and
-        ``delay`` (seconds before answering); a dict with neither ``content`` nor
+        ``content`` (str), ``tool_calls`` (list of ``{"name", "arguments": dict}``),
+        ``delay`` (seconds before answering) and ``chunk_delay`` (seconds between two
+        streamed content chunks: a model that types, so a stream consumer edits its
+        preview several times); a dict with neither ``content`` nor
         ``tool_calls`` (e.g. ``{"delay": 3}``) answers with the deterministic echo reply
         (:meth:`default_reply`)."""
         with self._lock:
@@ -509,7 +511,11 @@ class _Handler(BaseHTTPRequestHandler):
 
         chunk({"role": "assistant", "content": ""})
         step = max(1, self.owner.chunk_chars)
+        pace = float(r.get("chunk_delay") or 0)
         for i in range(0, len(text), step):
+            if pace > 0 and i:
+                self.wfile.flush()
+                time.sleep(pace)  # the model's own pacing, not a test wait
             chunk({"content": text[i : i + step]})
         for i, c in enumerate(calls):
             chunk(

@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from hermes_chatto.wire.proto import chatto_pb2 as pb
 from hermes_chatto.wire.types import ChattoMessage, message_from_pb, user_from_pb
 
 from . import render as R
@@ -44,6 +45,8 @@ from .state import BOT_USUAL_PERMISSIONS, ChattoState, Clock, MsgRec, UserRec
 
 if TYPE_CHECKING:  # pragma: no cover - uvicorn is imported when the server starts
     import uvicorn
+
+    from .assets import AssetStore
 
 #: One recorded RPC: ``method`` is the procedure path after ``/api/connect/``
 #: (e.g. ``"chatto.api.v1.MessageService/CreateMessage"``), ``token`` the bearer or ``None``.
@@ -154,12 +157,14 @@ class LocalChatto:
         from starlette.routing import Route, WebSocketRoute
 
         from .admin import ADMIN_PREFIX, admin_endpoint
+        from .assets import asset_file_endpoint
 
         app = Starlette(
             routes=[
                 Route(ADMIN_PREFIX + "/{op}", admin_endpoint, methods=_ALL_METHODS),
                 Route("/api/connect/{procedure:path}", connect_endpoint, methods=_ALL_METHODS),
                 WebSocketRoute("/api/realtime", realtime_endpoint),
+                Route("/assets/files/{asset_id}", asset_file_endpoint, methods=["GET"]),
                 Route("/api", api_not_found, methods=_ALL_METHODS),
                 Route("/api/{rest:path}", api_not_found, methods=_ALL_METHODS),
             ]
@@ -516,10 +521,12 @@ class LocalChatto:
         also_send_to_channel: bool = False,
         in_reply_to: str = "",
         created_at: float | None = None,
+        attachment_asset_ids: Iterable[str] = (),
     ) -> ChattoMessage:
         """Post as ``user_id`` with the same rules as ``CreateMessage`` (raises the
         ``hermes_chatto.wire.errors`` class of the Connect code). ``created_at`` (epoch
-        seconds) backdates the message, e.g. to test the 3 h edit window."""
+        seconds) backdates the message, e.g. to test the 3 h edit window.
+        ``attachment_asset_ids``: assets from :meth:`upload` by the same user."""
         m = self.state.create_message(
             user_id,
             room_id,
@@ -527,9 +534,46 @@ class LocalChatto:
             thread_root_event_id=thread_root_event_id,
             in_reply_to=in_reply_to,
             also_send_to_channel=also_send_to_channel,
+            attachment_asset_ids=list(attachment_asset_ids),
             created_ns=int(created_at * 1e9) if created_at is not None else None,
         )
         return self._message(m, user_id)
+
+    @property
+    def assets(self) -> AssetStore:
+        """Uploads, assets and served downloads (:mod:`hermes_chatto.testing.assets`)."""
+        from .assets import store_of
+
+        return store_of(self.state)
+
+    def upload(self, user_id: str, room_id: str, filename: str, data: bytes, content_type: str = "") -> str:
+        """Upload ``data`` as ``user_id`` into ``room_id`` with the ``AssetUploadService``
+        rules (one chunk per 512 KiB); returns the completed asset id for :meth:`post`."""
+        import hashlib
+
+        from .assets import MAX_CHUNK_BYTES, store_of
+
+        st = store_of(self.state)
+        with self.state.lock:
+            up = st.create_upload(
+                user_id,
+                pb.CreateUploadRequest(
+                    room_id=room_id,
+                    filename=filename,
+                    content_type=content_type,
+                    size=len(data),
+                    sha256=hashlib.sha256(data).hexdigest(),
+                ),
+            )
+            for off in range(0, len(data), MAX_CHUNK_BYTES):
+                part = data[off : off + MAX_CHUNK_BYTES]
+                st.upload_chunk(
+                    user_id,
+                    pb.UploadChunkRequest(
+                        upload_id=up.id, offset=off, content=part, chunk_sha256=hashlib.sha256(part).hexdigest()
+                    ),
+                )
+            return st.complete_upload(user_id, up.id)[1].id
 
     def reply(self, user_id: str, room_id: str, root_event_id: str, body: str, **kw) -> ChattoMessage:
         """Thread reply (``post`` with ``thread_root_event_id``)."""

@@ -35,6 +35,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from hermes_chatto.emoji import is_shortcode
 from hermes_chatto.wire import errors as E
 
 from .cursors import Sealer, b64url, new_id, unb64url
@@ -91,7 +92,6 @@ BOT_USUAL_PERMISSIONS = (
     "message.react",
 )
 
-_EMOJI_RE = re.compile(r"^[a-z0-9_+\-]{1,64}$")
 _INVISIBLE = {"\u3164", "\u2800", "\u115f", "\u1160", "\uffa0"}
 _BOT_KEY_RE = re.compile(r"^cht_BK_(U[0-9A-Za-z]{14})\.([A-Za-z0-9_\-]+)$")
 
@@ -236,6 +236,8 @@ class MsgRec:
     t_count: int = 0
     t_last_ns: int | None = None
     t_participants: list[str] = field(default_factory=list)
+    #: attachment rows ``{"id", "filename", "content_type"}`` (bytes live in testing/assets.py)
+    attachments: list[dict] = field(default_factory=list)
 
     @property
     def is_root(self) -> bool:
@@ -831,12 +833,15 @@ class ChattoState:
                 self._need(actor, room, "message.post")
                 if create_thread:
                     self._need(actor, room, "message.post-in-thread")
+            assets = []
             if attachments:
+                from .assets import attach_to_message
+
                 self._need(actor, room, "message.attach")
-                raise err("failed_precondition", "asset is not attachable")
+                assets = attach_to_message(self, actor, room.id, attachments)
             if len(body.encode("utf-8")) > MAX_BODY_BYTES:
                 raise err("invalid_argument", "message body exceeds maximum length")
-            if not has_visible_content(body):
+            if not has_visible_content(body) and not assets:
                 raise err("invalid_argument", "message must have a body or attachments")
             deadline = self.slow_mode_deadline(actor, room)
             if deadline is not None:
@@ -855,6 +860,10 @@ class ChattoState:
                 in_reply_to=in_reply_to,
                 thread_root_event_id=root.id if root else "",
             )
+            if assets:
+                from .assets import store_of
+
+                msg.attachments = store_of(self).attach(assets, msg.id)
             audience = frozenset(room.members)
             if root is None:
                 msg.seq = self._next_seq()
@@ -1045,7 +1054,8 @@ class ChattoState:
         canonical reply; adding an existing reaction is an idempotent success."""
         with self.lock:
             room = self._member_room(actor, room_id)
-            if not _EMOJI_RE.match(emoji or ""):
+            if not is_shortcode(emoji or ""):
+                # cli/internal/core/emoji.go resolveEmojiInput: only gemoji shortcode names
                 raise err("invalid_argument", "unsupported emoji")
             self._need(actor, room, "message.react")
             m = self._msg_in_room(room, message_event_id)

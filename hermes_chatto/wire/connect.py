@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar, cast
@@ -186,7 +186,8 @@ def error_from_response(
         text = f"{method}: {code}: {message}" if message else f"{method}: {code}"
         return cls(text, code=code, retry_after=retry_after, http_status=status, method=method)
     if status in (404, 405, 501):
-        # 404: nothing routed there (Chatto answers unknown /api paths with an empty 404);
+        # 404: nothing routed there (Chatto answers unknown /api paths with Go's plain-text
+        # "404 page not found");
         # 405 / 501: something that does not take POST there — not a Connect endpoint.
         return ChattoNotAServerError(
             f"{method}: HTTP {status} without a Connect JSON body: not a Chatto server, or wrong base URL "
@@ -393,6 +394,18 @@ class ChattoClient:
                 method=path,
             ) from None
 
+    async def call(self, service: str, method: str, req: Message, resp_cls: type[M], *, write: bool = False) -> M:
+        """One ``chatto.api.v1.<service>/<method>`` RPC with this client's credential and
+        the retry policy of the module docstring (``write=True``: retried only when never
+        sent). For the wire layer's own service clients (:mod:`.assets`)."""
+        return await self._call(API, service, method, req, resp_cls, write=write)
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """The underlying ``httpx.AsyncClient`` (its default headers carry the bearer key:
+        never send a request from it to another origin with them)."""
+        return self._http
+
     # -------------------------------------------------------------- discovery / viewer
 
     async def get_server(self) -> ServerInfo:
@@ -446,9 +459,12 @@ class ChattoClient:
         thread_root_event_id: str = "",
         in_reply_to: str = "",
         also_send_to_channel: bool = False,
+        attachment_asset_ids: Sequence[str] = (),
     ) -> ChattoMessage:
         """Post ``body`` (≤ 10,000 UTF-8 **bytes**) into a room or, with
         ``thread_root_event_id`` (a *root* id), into that thread: ``MessageService/CreateMessage``.
+        ``attachment_asset_ids``: ≤ 10 completed uploads of this bot in this room
+        (``wire.assets``; permission ``message.attach``); ``body`` may then be empty.
         Returns the hydrated message with its new event id. Write policy: retried
         only if never sent; raises :class:`ChattoAmbiguousWriteError` when it may have landed,
         :class:`ChattoResourceExhausted` (slow mode, ``retry_after`` s), etc."""
@@ -458,6 +474,7 @@ class ChattoClient:
             thread_root_event_id=thread_root_event_id,
             in_reply_to=in_reply_to,
             also_send_to_channel=also_send_to_channel,
+            attachment_asset_ids=list(attachment_asset_ids),
         )
         r = await self._call(API, "MessageService", "CreateMessage", req, pb.CreateMessageResponse, write=True)
         return message_from_pb(r.message)

@@ -50,6 +50,7 @@ from .types import (
     ChattoRoom,
     ChattoUser,
     ThreadKey,
+    attachment_from_pb,
     room_from_pb,
     secret_text,
 )
@@ -212,6 +213,7 @@ _MSG_FIELDS = (
     "has_thread",
     "attachment_names",
     "author",
+    "attachments",
 )
 if tuple(f.name for f in dataclasses.fields(ChattoMessage)) != _MSG_FIELDS or tuple(
     f.name for f in dataclasses.fields(ChattoUser)
@@ -301,6 +303,7 @@ def _msg(m: pb.Message, users: Mapping[str, ChattoUser]) -> ChattoMessage:
         has_thread,
         tuple([a.filename for a in atts]) if len(atts) else (),
         users.get(actor) if users else None,
+        tuple([attachment_from_pb(a) for a in atts]) if len(atts) else (),
     )
 
 

@@ -109,6 +109,30 @@ class ChattoRoom:
         return bool(self.permissions.get(permission, False))
 
 
+@dataclass(frozen=True, slots=True)
+class ChattoAttachment:
+    """One attachment of a message (proto ``chatto.api.v1.MessageAttachment``,
+    ``message_types.proto``) or an asset (``Asset``, ``attachments.proto``).
+
+    ``url`` is the signed download URL (``MessageAssetUrl.url``): absolute, or a path such
+    as ``/assets/files/<id>?access=<ticket>`` relative to the server's base URL (Chatto
+    leaves it relative when no asset base URL is configured); ``""`` while processing.
+    ``url_expires_at`` is epoch **seconds** (``None`` = not given); after it the URL answers
+    403 and the asset must be read again (``AssetService/GetAsset``). ``width``/``height``
+    are pixels (0 = unknown); ``size`` is bytes (0 = unknown: ``MessageAttachment`` has no
+    size, only ``Asset`` does).
+    """
+
+    id: str
+    filename: str = ""
+    content_type: str = ""
+    width: int = 0
+    height: int = 0
+    url: str = ""
+    url_expires_at: float | None = None
+    size: int = 0
+
+
 class ThreadKey(NamedTuple):
     """One Chatto thread: the room and the thread root event id (a root message's own id).
 
@@ -145,6 +169,8 @@ class ChattoMessage:
     has_thread: bool = False
     attachment_names: tuple[str, ...] = ()
     author: ChattoUser | None = None
+    #: Full attachment metadata, same order as ``attachment_names``.
+    attachments: tuple[ChattoAttachment, ...] = ()
 
     @property
     def is_reply(self) -> bool:
@@ -237,6 +263,23 @@ def room_from_pb(rws: pb.RoomWithViewerState | pb.Room, member_user_ids: Iterabl
     )
 
 
+def attachment_from_pb(a: pb.MessageAttachment | pb.Asset) -> ChattoAttachment:
+    """``MessageAttachment`` or ``Asset`` → :class:`ChattoAttachment`."""
+    has_url = a.HasField("asset_url")
+    expires = ts_seconds(a.asset_url.expires_at) if has_url and a.asset_url.HasField("expires_at") else None
+    size = int(getattr(a, "size", 0) or 0) if a.DESCRIPTOR.name == "Asset" else 0
+    return ChattoAttachment(
+        id=a.id,
+        filename=a.filename,
+        content_type=a.content_type,
+        width=a.width,
+        height=a.height,
+        url=a.asset_url.url if has_url else "",
+        url_expires_at=expires,
+        size=size,
+    )
+
+
 def message_from_pb(m: pb.Message, users: Mapping[str, ChattoUser] | None = None) -> ChattoMessage:
     """``chatto.api.v1.Message`` → :class:`ChattoMessage`; ``users`` fills ``author``."""
     has_thread = m.HasField("thread")
@@ -257,6 +300,7 @@ def message_from_pb(m: pb.Message, users: Mapping[str, ChattoUser] | None = None
         has_thread=has_thread,
         attachment_names=tuple(a.filename for a in m.attachments),
         author=(users or {}).get(m.actor_id),
+        attachments=tuple(attachment_from_pb(a) for a in m.attachments),
     )
 
 

@@ -72,8 +72,8 @@ async def test_stranger_gets_pairing_code(gateway):
     assert "pair" in body or "code" in body
 
 
-async def test_other_bot_gets_turn_when_authorised(gateway):
-    gw = await gateway()
+async def test_other_bot_gets_turn_when_authorised_and_allow_bots_admits_it(gateway):
+    gw = await gateway(extra={"allow_bots": "mentions"})
     w, ids = gw.world, gw.ids
     other, _key = w.create_bot("otherbot", "Other Bot")
     w.add_member(ids["general"], other.id)
@@ -82,6 +82,19 @@ async def test_other_bot_gets_turn_when_authorised(gateway):
     await wait_for(lambda: gw.agent.calls, what="turn for the other bot")
     assert gw.agent.calls[0].source.is_bot is True
     assert gw.agent.calls[0].source.user_id == other.id
+
+
+async def test_other_bot_gets_no_turn_by_default(gateway):
+    gw = await gateway()
+    w, ids = gw.world, gw.ids
+    other, _key = w.create_bot("otherbot", "Other Bot")
+    w.add_member(ids["general"], other.id)
+    w.grant(ids["general"], other.id, "message.post", "message.post-in-thread")
+    w.post(other.id, ids["general"], "@helper_bot status report please")
+    w.post(ids["alice"], ids["general"], "@helper_bot and mine?")  # a fence: events arrive in order
+    await wait_for(lambda: gw.agent.calls, what="alice's turn")
+    await idle(gw, timeout=15.0)
+    assert [c.source.user_id for c in gw.agent.calls] == [ids["alice"]]
 
 
 async def test_replayed_event_after_reconnect_is_one_turn(gateway):

@@ -116,7 +116,9 @@ async def test_dm_turn_reply_flat_with_ack(unit):
     call = u.agent.calls[0]
     assert call.source.chat_type == "dm" and call.source.chat_id == DM and call.source.thread_id is None
     assert call.source.user_id == ALICE.id and call.source.user_name == "Alice"
-    assert (DM, trig.event_id, "eyes") in u.server.reactions
+    # lifecycle reactions: 👀 while the turn ran (added, then taken back), ✅ when done
+    await wait_for(lambda: u.server.reactions == [(DM, trig.event_id, "white_check_mark")], what="✅ only")
+    assert u.server.calls.count("AddReaction") == 2 and u.server.calls.count("RemoveReaction") == 1
     # our own echo is never a turn
     await u.inbound(None, None, None, replay_of=reply)
     await u.idle()
@@ -164,7 +166,7 @@ async def test_stranger_gets_pairing_not_a_turn(unit):
 
 
 async def test_other_bot_gets_a_turn_when_authorised(unit):
-    u = await unit()
+    u = await unit(extra={"allow_bots": "mentions"})
     await u.inbound(OTHER_BOT, GENERAL, "@helper_bot ping from a bot")
     await wait_for(lambda: u.agent.calls, what="turn")
     assert u.agent.calls[0].source.is_bot is True
@@ -543,3 +545,23 @@ async def test_thread_turns_with_thread_context_off_raise_nothing(unit, monkeypa
     assert not [
         r for r in caplog.records if "TypeError" in r.getMessage() or (r.exc_info and r.exc_info[0] is TypeError)
     ]
+
+
+async def test_typing_honours_the_hosts_toggle_and_pauses_while_an_approval_waits(unit):
+    from hermes_chatto.adapter.approvals import Pending
+
+    u = await unit()
+    u.adapter.ops.stop_typing(DM, None)
+    await u.adapter.send_typing(DM)
+    assert u.server.typing == [(DM, "")]
+    # an approval prompt waits in the DM: no typing until it is answered
+    u.adapter.approvals.pending.put("Eprompt", Pending(DM, "", "S", ALICE.id, "Alice", "body", ("x",)))
+    u.adapter.ops.stop_typing(DM, None)
+    await u.adapter.send_typing(DM)
+    assert u.server.typing == [(DM, "")]
+    u.adapter.approvals.pending.pop("Eprompt")
+    # the host's per-platform toggle (PlatformConfig.typing_indicator) off: never
+    u.adapter.config.typing_indicator = False
+    u.adapter.ops.stop_typing(DM, None)
+    await u.adapter.send_typing(DM)
+    assert u.server.typing == [(DM, "")]

@@ -159,8 +159,8 @@ async def test_protocol_1_server_names_the_version_problem(srv, home):
 
 
 async def test_realtime_probe_alone_detects_protocol_1_when_version_is_unparsable(home):
-    """A server reporting a non-semver version ('dev') is probed: the realtime check decides."""
-    from hermes_chatto.doctor import FAIL, MSG_PROTOCOL_1, WARN, run_doctor
+    """A server reporting a non-semver version ('dev') is probed: the realtime endpoint decides."""
+    from hermes_chatto.doctor import FAIL, MSG_PROTOCOL_1, run_doctor
 
     s = LocalChatto.demo(version="dev", protocol_version=1)
     s.start_sync()
@@ -170,8 +170,60 @@ async def test_realtime_probe_alone_detects_protocol_1_when_version_is_unparsabl
     finally:
         s.stop_sync()
     checks = _by_name(report)
-    assert checks["server"].status == WARN
+    assert checks["server"].status == FAIL and "unsupported_protocol" in checks["server"].detail
     assert checks["realtime"].status == FAIL and MSG_PROTOCOL_1 in checks["realtime"].detail
+
+
+@pytest.mark.parametrize("version", ["0.4.8", "dev"])
+async def test_a_plain_build_of_main_is_judged_by_its_handshake_not_its_version(home, version):
+    """Issue 13 item 7: Chatto main's ``cli/version.go`` says ``0.4.8``; only a build with
+    ``-X main.Version=…`` reports ``0.5.0-dev``. Such a server speaks realtime protocol 2 and
+    has bot keys: doctor must pass it (it failed it as "0.4.x speaks protocol 1")."""
+    from hermes_chatto.doctor import PASS, run_doctor
+
+    s = LocalChatto.demo(version=version)
+    s.start_sync()
+    try:
+        _configure(home, s)
+        report = await run_doctor(environ={})
+    finally:
+        s.stop_sync()
+    checks = _by_name(report)
+    assert checks["server"].status == PASS, checks["server"].detail
+    assert "protocol 2" in checks["server"].detail and version in checks["server"].detail
+    assert checks["bot key"].status == PASS and checks["realtime"].status == PASS
+    assert report.exit_code == 0, report.render_text()
+
+
+async def test_setup_wizard_accepts_a_plain_build_of_main():
+    """The setup wizard judges the server the same way (issue 13 item 7)."""
+    from hermes_chatto.setup_wizard import validate_live
+
+    s = LocalChatto.demo(version="0.4.8")
+    s.start_sync()
+    try:
+        live = await validate_live(s.base_url, s.bot_key)
+    finally:
+        s.stop_sync()
+    assert (live.server_version, live.bot_id) == ("0.4.8", s.bot_id)
+
+
+async def test_protocol_probe_reads_the_keyless_hello_answer():
+    """``protocol_probe``: ``authentication_required`` → 2, ``unsupported_protocol`` → 1,
+    nothing listening → undecided (``None``), never an exception."""
+    from hermes_chatto.doctor import protocol_probe
+
+    s = LocalChatto.demo(version="0.4.8")
+    s.start_sync()
+    try:
+        assert (await protocol_probe(s.base_url)).protocol == 2
+        s.set_protocol_version(1)
+        assert (await protocol_probe(s.base_url)).protocol == 1
+        url = s.base_url
+    finally:
+        s.stop_sync()
+    gone = await protocol_probe(url, timeout=5.0)
+    assert gone.protocol is None and gone.evidence.startswith("connect_failed")
 
 
 class _NotChatto(http.server.BaseHTTPRequestHandler):

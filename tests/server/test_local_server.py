@@ -148,15 +148,27 @@ def test_binary_proto_codec(srv):
     assert status == 200 and pb.GetMessageResponse.FromString(raw).message.body == "x"
 
 
-def test_unknown_method_and_unknown_api_path_are_empty_404(srv, bot):
+def test_unknown_method_and_unknown_api_path_are_a_plain_404(srv, bot):
+    """Go's ``http.NotFound``: ``text/plain`` "404 page not found" (seen on Chatto main; an
+    unknown method of an authenticated service checks the bearer first,
+    cli/internal/http_server/connect.go ``mountConnectHandler``)."""
+    auth = {"Content-Type": "application/json", "Authorization": f"Bearer {srv.world.bot_key}"}
     for path in (
         "/api/connect/chatto.api.v1.MessageService/PostMessage",
         "/api/connect/nope.Svc/X",
         "/api/whatever",
         "/api",
     ):
-        r = bot.http.post(srv.base_url + path, content=b"{}", headers={"Content-Type": "application/json"})
-        assert r.status_code == 404 and r.content == b"", path
+        r = bot.http.post(srv.base_url + path, content=b"{}", headers=auth)
+        assert r.status_code == 404 and r.content.rstrip(b"\n") == b"404 page not found", path
+        assert r.headers["content-type"].startswith("text/plain"), path
+    anon = {"Content-Type": "application/json"}
+    r = bot.http.post(
+        srv.base_url + "/api/connect/chatto.api.v1.MessageService/PostMessage", content=b"{}", headers=anon
+    )
+    assert r.status_code == 401 and r.json() == {"code": "unauthenticated", "message": "authentication required"}
+    r = bot.http.post(srv.base_url + "/api/connect/nope.Svc/X", content=b"{}", headers=anon)
+    assert r.status_code == 404
 
 
 def test_malformed_json_is_invalid_argument_never_a_traceback(srv, bot):
@@ -348,6 +360,8 @@ def test_whitespace_only_body_is_rejected(srv, bot, body):
 
 
 def test_slow_mode(srv, bot):
+    """Chatto's cli/internal/core/message_model.go ``slowModeNextPostAt`` /
+    cli/internal/core/errors.go ``SlowModeActiveError`` → ``resource_exhausted``."""
     w = srv.world
     srv.set_slow_mode(w.general_id, 60)
     t0 = time.time()
@@ -369,6 +383,8 @@ def test_slow_mode(srv, bot):
 
 
 def test_edit_within_3h_window_then_expired(srv, bot):
+    """Chatto's cli/internal/core/errors.go ``MessageEditWindow`` (3 h) /
+    ``ErrEditWindowExpired`` → ``failed_precondition`` (cli/internal/connectapi/errors.go)."""
     w = srv.world
     m = bot.ok("MessageService/CreateMessage", {"roomId": w.general_id, "body": "v1"})["message"]
     e = bot.ok("MessageService/UpdateMessage", {"roomId": w.general_id, "eventId": m["id"], "body": "v2"})["message"]
@@ -378,6 +394,29 @@ def test_edit_within_3h_window_then_expired(srv, bot):
         bot.call("MessageService/UpdateMessage", {"roomId": w.general_id, "eventId": m["id"], "body": "v3"})
     )
     assert (status, code, msg) == (400, "failed_precondition", "edit window has expired")
+
+
+def test_slow_mode_covers_thread_replies_not_edits_and_deletes_outlive_the_edit_window(srv, bot):
+    """What a streamed answer's fallback relies on: slow mode refuses a thread reply
+    (cli/internal/core/message_model.go, ``KindChannel`` posts), an edit is not a post (no slow
+    mode on ``UpdateMessage``), and an author may delete its own message after the 3-hour
+    edit window (``DeleteMessage`` authorises with an empty ``messageMutationAuthorization``,
+    cli/internal/core/message_model.go / messages.go)."""
+    w = srv.world
+    root = srv.post(w.alice_id, w.general_id, "a root")
+    srv.set_slow_mode(w.general_id, 60)
+    m = bot.ok(
+        "MessageService/CreateMessage", {"roomId": w.general_id, "body": "one", "threadRootEventId": root.event_id}
+    )["message"]
+    status, code, _ = err(
+        bot.call(
+            "MessageService/CreateMessage", {"roomId": w.general_id, "body": "two", "threadRootEventId": root.event_id}
+        )
+    )
+    assert (status, code) == (429, "resource_exhausted")
+    bot.ok("MessageService/UpdateMessage", {"roomId": w.general_id, "eventId": m["id"], "body": "one, edited"})
+    srv.advance_clock(3 * 3600 + 1)
+    assert bot.ok("MessageService/DeleteMessage", {"roomId": w.general_id, "eventId": m["id"]})["deleted"] is True
 
 
 def test_backdated_message_is_outside_the_edit_window(srv):
@@ -425,6 +464,9 @@ def test_get_message_other_room_is_not_found(srv, bot):
 
 
 def test_reactions_by_shortcode(srv, bot):
+    """Only gemoji shortcode names: anything else (Unicode, colons, a misspelled name that
+    has the shape of a shortcode) is ``invalid_argument`` "unsupported emoji", as in Chatto's
+    cli/internal/core/emoji.go ``resolveEmojiInput`` (called by cli/internal/core/reactions.go)."""
     w = srv.world
     m = srv.post(w.alice_id, w.general_id, "react to me")
     base = {"roomId": w.general_id, "messageEventId": m.event_id}
@@ -436,9 +478,12 @@ def test_reactions_by_shortcode(srv, bot):
         "previewUserIds": [w.bot_id],
     }
     assert "added" not in bot.ok("MessageService/AddReaction", dict(base, emoji="thumbsup"))  # idempotent success
-    for bad in ("👍", "Thumbsup", ":eyes:", ""):
+    for bad in ("👍", "Thumbsup", ":eyes:", "eyse", "white_check"):
         status, code, msg = err(bot.call("MessageService/AddReaction", dict(base, emoji=bad)))
         assert (status, code, msg) == (400, "invalid_argument", "unsupported emoji"), bad
+    # the request's protovalidate rule answers first (seen on Chatto main)
+    status, code, msg = err(bot.call("MessageService/AddReaction", dict(base, emoji="")))
+    assert (status, code, msg) == (400, "invalid_argument", "validation error: emoji: must be at least 1 characters")
     bot.ok("MessageService/AddReaction", dict(base, emoji="+1"))
     got = bot.ok("MessageService/GetMessage", {"roomId": w.general_id, "eventId": m.event_id})["message"]
     assert [r["emoji"] for r in got["reactions"]] == ["thumbsup", "+1"]

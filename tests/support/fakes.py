@@ -159,6 +159,14 @@ class FakeClient:
         self.s.reactions.append((room_id, message_event_id, emoji))
         return True
 
+    async def remove_reaction(self, room_id, message_event_id, emoji):
+        self.s.calls.append("RemoveReaction")
+        try:
+            self.s.reactions.remove((room_id, message_event_id, emoji))
+        except ValueError:
+            return False
+        return True
+
     async def update_typing(self, room_id, thread_root_event_id=""):
         self.s.calls.append("UpdateTypingIndicator")
         self.s.typing.append((room_id, thread_root_event_id))

@@ -31,10 +31,16 @@ EXPECTED_NAMES = {
     "reply_in_thread": ("CHATTO_REPLY_IN_THREAD", "reply_in_thread"),
     "ack_reaction": ("CHATTO_ACK_REACTION", "ack_reaction"),
     "done_reaction": ("CHATTO_DONE_REACTION", "done_reaction"),
+    "failed_reaction": ("CHATTO_FAILED_REACTION", "failed_reaction"),
+    "allow_bots": ("CHATTO_ALLOW_BOTS", "allow_bots"),
     "thread_context_window": ("CHATTO_THREAD_CONTEXT_WINDOW", "thread_context_window"),
     "thread_context_max_bytes": ("CHATTO_THREAD_CONTEXT_MAX_BYTES", "thread_context_max_bytes"),
     "retained_rooms": ("CHATTO_RETAINED_ROOMS", "retained_rooms"),
     "wire_log_level": ("CHATTO_WIRE_LOG_LEVEL", "wire_log_level"),
+    "attachment_max_bytes": ("CHATTO_ATTACHMENT_MAX_BYTES", "attachment_max_bytes"),
+    "attachment_total_bytes": ("CHATTO_ATTACHMENT_TOTAL_BYTES", "attachment_total_bytes"),
+    "attachment_timeout": ("CHATTO_ATTACHMENT_TIMEOUT", "attachment_timeout"),
+    "attachment_inline_text_bytes": ("CHATTO_ATTACHMENT_INLINE_TEXT_BYTES", "attachment_inline_text_bytes"),
 }
 
 #: attribute -> list of (env string, equivalent YAML value, expected parsed value)
@@ -52,6 +58,8 @@ KIND_SAMPLES = {
     "reply_in_thread": [("0", False, False), ("true", True, True)],
     "ack_reaction": [("off", "", ""), (":white_check_mark:", "white_check_mark", "white_check_mark"), ("", None, "")],
     "done_reaction": [("thumbsup", "thumbsup", "thumbsup"), ("none", False, "")],
+    "failed_reaction": [("-1", "-1", "-1"), ("off", False, "")],
+    "allow_bots": [("Mentions", "mentions", "mentions"), ("ALL", "all", "all"), ("off", "none", "none")],
     "thread_context_window": [("30", 30, 30), ("0", 0, 0)],
     "thread_context_max_bytes": [("16_000", 16000, 16000)],
     "retained_rooms": [("R1,R2", ["R1", "R2"], ["R1", "R2"])],
@@ -160,7 +168,7 @@ def test_kinds_parse_identically_from_env_and_extra(home, attr):
             from_yaml_typed = (
                 getattr(ChattoSettings.resolve({yaml_key: yaml_raw}), attr) if yaml_raw is not None else expected
             )
-        if env_raw.strip() == "" and attr not in ("ack_reaction", "done_reaction", "allowed_users"):
+        if env_raw.strip() == "" and attr not in ("ack_reaction", "done_reaction", "failed_reaction", "allowed_users"):
             continue
         assert from_env == from_yaml_str == from_yaml_typed == expected, (attr, env_raw)
 
@@ -174,7 +182,13 @@ def test_precedence_scope_over_extra_over_default(home):
     assert s.ack_reaction == ""  # extra beats the default "eyes"
     with _scope({}):
         d = ChattoSettings.resolve({})
-    assert (d.require_mention, d.reply_in_thread, d.ack_reaction, d.done_reaction) == (True, True, "eyes", "")
+    assert (d.require_mention, d.reply_in_thread, d.ack_reaction, d.done_reaction) == (
+        True,
+        True,
+        "eyes",
+        "white_check_mark",
+    )
+    assert (d.failed_reaction, d.allow_bots) == ("x", "none")
     assert (d.thread_context_window, d.thread_context_max_bytes, d.wire_log_level) == (20, 8000, "WARNING")
 
 
@@ -277,6 +291,8 @@ def test_other_kind_errors_name_the_setting(home):
         "thread_context_window": "twenty",
         "require_mention": "maybe",
         "ack_reaction": "👀",
+        "done_reaction": "white_check",
+        "allow_bots": "some",
         "wire_log_level": "LOUD",
         "thread_context_max_bytes": -1,
         "retained_rooms": ",".join(f"R{i}" for i in range(65)),
@@ -551,3 +567,18 @@ def test_wire_log_level_is_applied_to_the_wire_loggers():
         assert logging.getLogger("hermes_plugins.chatto.wire.connect").getEffectiveLevel() == logging.DEBUG
     finally:
         logging.getLogger("hermes_plugins.chatto.wire").setLevel(old)
+
+
+def test_a_reaction_outside_gemoji_is_refused_at_configuration_time_with_a_suggestion(home):
+    """Chatto answers AddReaction with an unknown name with invalid_argument "unsupported
+    emoji" (cli/internal/core/emoji.go); a misspelled setting must fail here instead."""
+    from hermes_chatto.config import ChattoConfigError, ChattoSettings
+
+    with _scope({"CHATTO_ACK_REACTION": "eyse"}):
+        with pytest.raises(ChattoConfigError) as ei:
+            ChattoSettings.resolve({})
+    text = str(ei.value)
+    assert ei.value.attribute == "ack_reaction" and "CHATTO_ACK_REACTION" in text
+    assert "unsupported emoji" in text and "'eyes'" in text
+    with _scope({}):
+        assert ChattoSettings.resolve({"failed_reaction": ":no_entry:"}).failed_reaction == "no_entry"

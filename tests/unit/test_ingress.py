@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hermes_chatto.ingress import (
     IngressContext,
     SeenSet,
@@ -49,9 +51,24 @@ def test_own_by_author_and_by_created_id_everywhere():
 def test_another_bot_is_not_self():
     m = msg(author=OTHER_BOT, body="@helper_bot status?")
     assert not is_own(m, BOT)
-    d = decide(m, CHAN, SeenSet())
+    d = decide(m, replace(CHAN, allow_bots="mentions"), SeenSet())
     assert d.dispatch and d.is_bot and d.user_id == OTHER_BOT.id
     assert not is_own(msg(author=OTHER_BOT), "")  # unknown bot id never matches everyone
+
+
+def test_other_bots_start_turns_only_as_allow_bots_says():
+    mention = msg(author=OTHER_BOT, body="@helper_bot status?")
+    reply = msg(author=OTHER_BOT, body="done", thread_root_event_id="ROOT")
+    person = msg(author=ALICE, body="done", thread_root_event_id="ROOT")
+    in_thread = replace(CHAN, bot_in_thread=True)
+    # default none: never (the two-bot loop of hermes-agent PR #27127 cannot start)
+    assert decide(mention, CHAN, SeenSet()).reason == "other_bot"
+    assert decide(reply, in_thread, SeenSet()).reason == "other_bot"
+    assert decide(person, in_thread, SeenSet()).dispatch
+    mentions = replace(in_thread, allow_bots="mentions")
+    assert decide(mention, mentions, SeenSet()).reason == "dispatch_mention"
+    assert decide(reply, mentions, SeenSet()).reason == "other_bot"
+    assert decide(reply, replace(in_thread, allow_bots="all"), SeenSet()).reason == "dispatch_thread"
 
 
 # step 3 ------------------------------------------------------------------------------

@@ -34,6 +34,13 @@ class RealtimeProjectionPinnedAction(int, metaclass=_enum_type_wrapper.EnumTypeW
     REALTIME_PROJECTION_PINNED_ACTION_UNSPECIFIED: _ClassVar[RealtimeProjectionPinnedAction]
     REALTIME_PROJECTION_PINNED_ACTION_CREATED: _ClassVar[RealtimeProjectionPinnedAction]
     REALTIME_PROJECTION_PINNED_ACTION_DELETED: _ClassVar[RealtimeProjectionPinnedAction]
+
+class AssetUploadStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ASSET_UPLOAD_STATUS_UNSPECIFIED: _ClassVar[AssetUploadStatus]
+    ASSET_UPLOAD_STATUS_OPEN: _ClassVar[AssetUploadStatus]
+    ASSET_UPLOAD_STATUS_COMPLETED: _ClassVar[AssetUploadStatus]
+    ASSET_UPLOAD_STATUS_CANCELLED: _ClassVar[AssetUploadStatus]
 ROOM_KIND_UNSPECIFIED: RoomKind
 ROOM_KIND_CHANNEL: RoomKind
 ROOM_KIND_DM: RoomKind
@@ -47,6 +54,10 @@ REALTIME_PROJECTION_REACTION_ACTION_REMOVED: RealtimeProjectionReactionAction
 REALTIME_PROJECTION_PINNED_ACTION_UNSPECIFIED: RealtimeProjectionPinnedAction
 REALTIME_PROJECTION_PINNED_ACTION_CREATED: RealtimeProjectionPinnedAction
 REALTIME_PROJECTION_PINNED_ACTION_DELETED: RealtimeProjectionPinnedAction
+ASSET_UPLOAD_STATUS_UNSPECIFIED: AssetUploadStatus
+ASSET_UPLOAD_STATUS_OPEN: AssetUploadStatus
+ASSET_UPLOAD_STATUS_COMPLETED: AssetUploadStatus
+ASSET_UPLOAD_STATUS_CANCELLED: AssetUploadStatus
 
 class User(_message.Message):
     __slots__ = ("id", "login", "display_name", "deleted", "avatar_url", "is_bot")
@@ -135,22 +146,30 @@ class RoomWithViewerState(_message.Message):
     def __init__(self, room: _Optional[_Union[Room, _Mapping]] = ..., viewer_state: _Optional[_Union[RoomViewerState, _Mapping]] = ...) -> None: ...
 
 class AssetUrl(_message.Message):
-    __slots__ = ("url",)
+    __slots__ = ("url", "expires_at")
     URL_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     url: str
-    def __init__(self, url: _Optional[str] = ...) -> None: ...
+    expires_at: _timestamp_pb2.Timestamp
+    def __init__(self, url: _Optional[str] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class MessageAttachment(_message.Message):
-    __slots__ = ("id", "filename", "content_type", "asset_url")
+    __slots__ = ("id", "filename", "content_type", "width", "height", "asset_url", "thumbnail_asset_url")
     ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
     CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
     ASSET_URL_FIELD_NUMBER: _ClassVar[int]
+    THUMBNAIL_ASSET_URL_FIELD_NUMBER: _ClassVar[int]
     id: str
     filename: str
     content_type: str
+    width: int
+    height: int
     asset_url: AssetUrl
-    def __init__(self, id: _Optional[str] = ..., filename: _Optional[str] = ..., content_type: _Optional[str] = ..., asset_url: _Optional[_Union[AssetUrl, _Mapping]] = ...) -> None: ...
+    thumbnail_asset_url: AssetUrl
+    def __init__(self, id: _Optional[str] = ..., filename: _Optional[str] = ..., content_type: _Optional[str] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., asset_url: _Optional[_Union[AssetUrl, _Mapping]] = ..., thumbnail_asset_url: _Optional[_Union[AssetUrl, _Mapping]] = ...) -> None: ...
 
 class MessageReaction(_message.Message):
     __slots__ = ("emoji", "count", "has_reacted", "preview_user_ids")
@@ -1015,3 +1034,135 @@ class RealtimeServerFrame(_message.Message):
     caught_up: RealtimeCaughtUp
     projection_event: RealtimeProjectionEvent
     def __init__(self, hello: _Optional[_Union[RealtimeServerHello, _Mapping]] = ..., subscribed: _Optional[_Union[RealtimeSubscribed, _Mapping]] = ..., event: _Optional[_Union[RealtimeEventEnvelope, _Mapping]] = ..., heartbeat: _Optional[_Union[RealtimeHeartbeat, _Mapping]] = ..., error: _Optional[_Union[RealtimeError, _Mapping]] = ..., close: _Optional[_Union[RealtimeClose, _Mapping]] = ..., pong: _Optional[_Union[RealtimePong, _Mapping]] = ..., caught_up: _Optional[_Union[RealtimeCaughtUp, _Mapping]] = ..., projection_event: _Optional[_Union[RealtimeProjectionEvent, _Mapping]] = ...) -> None: ...
+
+class AssetUpload(_message.Message):
+    __slots__ = ("upload_id", "room_id", "status", "committed_offset", "size", "max_chunk_size", "sha256", "expires_at", "asset_id")
+    UPLOAD_ID_FIELD_NUMBER: _ClassVar[int]
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    MAX_CHUNK_SIZE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    ASSET_ID_FIELD_NUMBER: _ClassVar[int]
+    upload_id: str
+    room_id: str
+    status: AssetUploadStatus
+    committed_offset: int
+    size: int
+    max_chunk_size: int
+    sha256: str
+    expires_at: _timestamp_pb2.Timestamp
+    asset_id: str
+    def __init__(self, upload_id: _Optional[str] = ..., room_id: _Optional[str] = ..., status: _Optional[_Union[AssetUploadStatus, str]] = ..., committed_offset: _Optional[int] = ..., size: _Optional[int] = ..., max_chunk_size: _Optional[int] = ..., sha256: _Optional[str] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., asset_id: _Optional[str] = ...) -> None: ...
+
+class Asset(_message.Message):
+    __slots__ = ("id", "filename", "content_type", "size", "width", "height", "asset_url", "thumbnail_asset_url")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    ASSET_URL_FIELD_NUMBER: _ClassVar[int]
+    THUMBNAIL_ASSET_URL_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    filename: str
+    content_type: str
+    size: int
+    width: int
+    height: int
+    asset_url: AssetUrl
+    thumbnail_asset_url: AssetUrl
+    def __init__(self, id: _Optional[str] = ..., filename: _Optional[str] = ..., content_type: _Optional[str] = ..., size: _Optional[int] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., asset_url: _Optional[_Union[AssetUrl, _Mapping]] = ..., thumbnail_asset_url: _Optional[_Union[AssetUrl, _Mapping]] = ...) -> None: ...
+
+class CreateUploadRequest(_message.Message):
+    __slots__ = ("room_id", "filename", "content_type", "size", "sha256")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    filename: str
+    content_type: str
+    size: int
+    sha256: str
+    def __init__(self, room_id: _Optional[str] = ..., filename: _Optional[str] = ..., content_type: _Optional[str] = ..., size: _Optional[int] = ..., sha256: _Optional[str] = ...) -> None: ...
+
+class CreateUploadResponse(_message.Message):
+    __slots__ = ("upload",)
+    UPLOAD_FIELD_NUMBER: _ClassVar[int]
+    upload: AssetUpload
+    def __init__(self, upload: _Optional[_Union[AssetUpload, _Mapping]] = ...) -> None: ...
+
+class UploadChunkRequest(_message.Message):
+    __slots__ = ("upload_id", "offset", "content", "chunk_sha256")
+    UPLOAD_ID_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_SHA256_FIELD_NUMBER: _ClassVar[int]
+    upload_id: str
+    offset: int
+    content: bytes
+    chunk_sha256: str
+    def __init__(self, upload_id: _Optional[str] = ..., offset: _Optional[int] = ..., content: _Optional[bytes] = ..., chunk_sha256: _Optional[str] = ...) -> None: ...
+
+class UploadChunkResponse(_message.Message):
+    __slots__ = ("upload",)
+    UPLOAD_FIELD_NUMBER: _ClassVar[int]
+    upload: AssetUpload
+    def __init__(self, upload: _Optional[_Union[AssetUpload, _Mapping]] = ...) -> None: ...
+
+class GetUploadRequest(_message.Message):
+    __slots__ = ("upload_id",)
+    UPLOAD_ID_FIELD_NUMBER: _ClassVar[int]
+    upload_id: str
+    def __init__(self, upload_id: _Optional[str] = ...) -> None: ...
+
+class GetUploadResponse(_message.Message):
+    __slots__ = ("upload",)
+    UPLOAD_FIELD_NUMBER: _ClassVar[int]
+    upload: AssetUpload
+    def __init__(self, upload: _Optional[_Union[AssetUpload, _Mapping]] = ...) -> None: ...
+
+class CompleteUploadRequest(_message.Message):
+    __slots__ = ("upload_id",)
+    UPLOAD_ID_FIELD_NUMBER: _ClassVar[int]
+    upload_id: str
+    def __init__(self, upload_id: _Optional[str] = ...) -> None: ...
+
+class CompleteUploadResponse(_message.Message):
+    __slots__ = ("upload", "asset")
+    UPLOAD_FIELD_NUMBER: _ClassVar[int]
+    ASSET_FIELD_NUMBER: _ClassVar[int]
+    upload: AssetUpload
+    asset: Asset
+    def __init__(self, upload: _Optional[_Union[AssetUpload, _Mapping]] = ..., asset: _Optional[_Union[Asset, _Mapping]] = ...) -> None: ...
+
+class CancelUploadRequest(_message.Message):
+    __slots__ = ("upload_id",)
+    UPLOAD_ID_FIELD_NUMBER: _ClassVar[int]
+    upload_id: str
+    def __init__(self, upload_id: _Optional[str] = ...) -> None: ...
+
+class CancelUploadResponse(_message.Message):
+    __slots__ = ("upload",)
+    UPLOAD_FIELD_NUMBER: _ClassVar[int]
+    upload: AssetUpload
+    def __init__(self, upload: _Optional[_Union[AssetUpload, _Mapping]] = ...) -> None: ...
+
+class GetAssetRequest(_message.Message):
+    __slots__ = ("room_id", "asset_id")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    ASSET_ID_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    asset_id: str
+    def __init__(self, room_id: _Optional[str] = ..., asset_id: _Optional[str] = ...) -> None: ...
+
+class GetAssetResponse(_message.Message):
+    __slots__ = ("asset",)
+    ASSET_FIELD_NUMBER: _ClassVar[int]
+    asset: Asset
+    def __init__(self, asset: _Optional[_Union[Asset, _Mapping]] = ...) -> None: ...
