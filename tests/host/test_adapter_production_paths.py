@@ -76,6 +76,7 @@ async def test_a_room_the_bot_loses_frees_its_slot_for_a_waiting_room(chatto_wor
     # the room that took the slot is live: a thread reply there reaches the bot
     root = srv.post(ids.alice_id, waiting, "@helper_bot status?")
     await wait_for(lambda: bot_replies(gw, waiting, root.event_id), what="the answer in the newly live room")
+    await idle(gw, timeout=15.0)
     srv.reply(ids.alice_id, waiting, root.event_id, "and the follow-up")
     await wait_for(lambda: len(bot_replies(gw, waiting, root.event_id)) == 2, what="the follow-up answered live")
     assert not gw.agent.calls or all(c.source.chat_id != removed for c in gw.agent.calls)
@@ -99,6 +100,7 @@ async def test_empty_dms_are_not_hydrated_until_their_first_message(chatto_world
     await wait_for(lambda: _replies_in(gw, dms[3]), what="the answer in the DM")
     await wait_for(lambda: ad.rooms.is_covered(dms[3]), what="the DM is retained after its first message")
     assert [r for u, r in srv.hydrations if u == bot] == [dms[3]]
+    await idle(gw, timeout=15.0)
     srv.post(people[3], dms[3], "second")
     await wait_for(lambda: len(_replies_in(gw, dms[3])) == 2, what="the second answer")
 
@@ -219,6 +221,7 @@ async def test_a_follow_up_in_a_thread_of_an_unretained_room_is_answered(chatto_
     alice = srv.world.alice_id
     root = srv.post(alice, room, "@helper_bot where are the deploy logs?")
     await wait_for(lambda: bot_replies(gw, room, root.event_id), what="the answer in the thread (room_activity)")
+    await idle(gw, timeout=15.0)  # the first turn is over: the follow-up is a turn of its own
     srv.reply(alice, room, root.event_id, "and the ones from yesterday?")
     await wait_for(lambda: len(bot_replies(gw, room, root.event_id)) == 2, what="the follow-up answered")
     await idle(gw, timeout=15.0)
