@@ -46,7 +46,6 @@ async def test_root_mention_in_an_unretained_room_is_answered(h: LiveHarness):
     h.cold_root = t.trigger.event_id  # type: ignore[attr-defined]
 
 
-@pytest.mark.xfail(reason="needs issue-13 item 1 fix", strict=False)
 async def test_thread_reply_in_an_unretained_room_is_answered(h: LiveHarness):
     root = getattr(h, "cold_root", "")
     assert root, "the root mention was not answered"
