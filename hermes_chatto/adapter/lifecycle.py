@@ -105,6 +105,8 @@ class Lifecycle:
         self._new_realtime = new_realtime
         self.rt_task: asyncio.Task[Any] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        # The loop holds tasks only weakly: the host's fatal-error notice is kept here until done.
+        self.fatal_task: asyncio.Task[Any] | None = None
 
     def _fatal(self, code: str, message: str, *, retryable: bool) -> None:
         compat.set_fatal_error(self._host, code, message, retryable=retryable)
@@ -256,7 +258,7 @@ class Lifecycle:
         self._fatal(code, f"Chatto realtime stopped: {exc}", retryable=retry)
         loop = self.loop
         if loop is not None and not loop.is_closed():
-            loop.create_task(compat.notify_fatal_error(self._host))
+            self.fatal_task = loop.create_task(compat.notify_fatal_error(self._host))
 
 
 async def _quietly(aw: Awaitable[Any] | None) -> None:
