@@ -21,6 +21,7 @@ SCRIPTS = [
     "p3_ingest_cost.py",
     "p4_throughput.py",
     "p5_split.py",
+    "p6_latency.py",
     "p7_context.py",
 ]
 
