@@ -146,7 +146,7 @@ async def scenario(sp, adapter, probe: Probe, roots: list[str], name: str, first
         kind = "delivering" if i % 5 == 4 else "quiet"
         if kind == "delivering":
             cron = await loop.run_in_executor(None, sp.ask, "post_direct", "bot", general, f"cron report {tag}", root)
-            await wait_for(lambda: cron in adapter.threads.own)  # realtime showed it to the plugin
+            await wait_for(lambda c=cron: c in adapter.threads.own)  # realtime showed it to the plugin
         before = await loop.run_in_executor(None, sp.ask, "requests")
         probe.done[tag] = asyncio.Event()
         _eid, t_sent, t_ret = await loop.run_in_executor(
