@@ -252,7 +252,7 @@ class SeenStore:
         ids = [r[0] for r in reversed(rows)]
         self._mem: set[str] = set(ids)
         self._order: deque[str] = deque(ids)  # oldest first; same ids as _mem
-        self._pending: list[tuple[str, float]] = []
+        self._pending: list[str] = []
         self._count = int(self._conn.execute("SELECT count(*) FROM seen").fetchone()[0])
         if self._count > self.limit:
             with self._lock:
@@ -270,7 +270,7 @@ class SeenStore:
             self._order.append(event_id)
             if len(mem) > self.limit:
                 mem.discard(self._order.popleft())
-            self._pending.append((event_id, time.time()))
+            self._pending.append(event_id)  # stamped when written: one clock read per batch
             if len(self._pending) >= SEEN_FLUSH_AT:
                 self._flush_locked()
             return True
@@ -285,6 +285,7 @@ class SeenStore:
         if not pending:
             return 0
         inserted = 0
+        now = time.time()
         try:
             self._conn.execute("BEGIN")
             # One multi-row INSERT per SEEN_FLUSH_AT ids instead of one statement per id
@@ -294,7 +295,7 @@ class SeenStore:
                 chunk = pending[i : i + SEEN_FLUSH_AT]
                 cur = self._conn.execute(
                     "INSERT OR IGNORE INTO seen (event_id, seen_at) VALUES " + ",".join(["(?, ?)"] * len(chunk)),
-                    [x for row in chunk for x in row],
+                    [x for eid in chunk for x in (eid, now)],
                 )
                 inserted += max(0, cur.rowcount)
             self._conn.execute("COMMIT")
