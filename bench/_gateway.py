@@ -30,10 +30,12 @@ async def start_gateway(
     run_agent: Callable[..., Awaitable[dict[str, Any]]],
     *,
     env: dict[str, str] | None = None,
+    before_connect: Callable[[Any], None] | None = None,
 ) -> tuple[Any, Any]:
     """``(runner, adapter)``: connected to ``base_url`` as the bot, every sender allowed.
     ``run_agent(message, source, session_key)`` answers each turn (returns Hermes' result
-    dict). Call with ``HERMES_HOME`` already set (see ``ingest.setup_hermes_home``)."""
+    dict). ``before_connect(adapter)`` runs just before ``adapter.connect`` (to wrap a unit).
+    Call with ``HERMES_HOME`` already set (see ``ingest.setup_hermes_home``)."""
     os.environ.update(
         {
             "CHATTO_URL": base_url,
@@ -71,6 +73,8 @@ async def start_gateway(
     adapter.set_topic_recovery_fn(runner._recover_telegram_topic_thread_id)
     adapter.set_authorization_check(runner._make_adapter_auth_check(adapter.platform))
     adapter._busy_text_mode = runner._busy_text_mode
+    if before_connect is not None:
+        before_connect(adapter)
     if not await adapter.connect(is_reconnect=False):
         raise RuntimeError(f"connect failed: {adapter.fatal_error_message}")
     runner.adapters[plat] = adapter

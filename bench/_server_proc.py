@@ -35,7 +35,7 @@ def _child(conn: Any, setup: dict[str, Any]) -> None:  # runs in the child proce
         srv.add_member(w.general_id, u.id)
     rooms: list[str] = []
     for i in range(int(setup.get("rooms", 0))):
-        members = [w.bot_id, *(users[p] for p in setup.get("people", ()))]
+        members = [w.bot_id, w.alice_id, *(users[p] for p in setup.get("people", ()))]
         rooms.append(srv.create_channel(f"load-{i:03d}", members=members))
     loop = asyncio.new_event_loop()
     clients = {login: ChattoClient(base, tok) for login, tok in tokens.items()}
@@ -57,6 +57,28 @@ def _child(conn: Any, setup: dict[str, Any]) -> None:  # runs in the child proce
             delay = t_next - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+
+    def run_script(rate: float, script: list, out: list, stop: threading.Event) -> None:
+        """Post ``script`` entries ``(login, room, body, root)`` at ``rate`` posts/s (``0`` =
+        as fast as possible). ``root`` is ``""``, an event id, or an ``int``: the index of an
+        earlier entry of the script (its event id). ``out`` gets one event id per entry
+        (``""`` when the post was refused)."""
+        step = 1.0 / rate if rate else 0.0
+        t_next = time.monotonic()
+        for login, room, body, root in script:
+            if stop.is_set():
+                break
+            if isinstance(root, int):
+                root = out[root]
+            try:
+                out.append(srv.post(users[login], room, body, thread_root_event_id=root).event_id)
+            except Exception:  # noqa: BLE001 - counted as not posted
+                out.append("")
+            if step:
+                t_next += step
+                delay = t_next - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
 
     conn.send({"base": base, "bot_key": w.bot_key, "general": w.general_id, "users": users, "rooms": rooms})
     while True:
@@ -83,6 +105,19 @@ def _child(conn: Any, setup: dict[str, Any]) -> None:  # runs in the child proce
                 load["stop"], load["thread"] = stop, t
                 t.start()
                 conn.send(True)
+            elif cmd == "script_start":
+                rate, script = args
+                stop, ids = threading.Event(), []
+                t = threading.Thread(target=run_script, args=(rate, script, ids, stop), daemon=True)
+                load["script"] = (t, ids, stop)
+                t.start()
+                conn.send(True)
+            elif cmd == "script_progress":
+                conn.send(len(load["script"][1]))
+            elif cmd == "script_wait":
+                t, ids, _stop = load.pop("script")
+                t.join()
+                conn.send(ids)
             elif cmd == "load_stop":
                 if load["stop"] is not None:
                     load["stop"].set()

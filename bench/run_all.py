@@ -23,6 +23,7 @@ SCRIPTS = [
     "p5_split.py",
     "p6_latency.py",
     "p7_context.py",
+    "p8_scale.py",
 ]
 
 
