@@ -162,7 +162,11 @@ async def scenario(sp, adapter, probe: Probe, roots: list[str], name: str, first
         o["host"].append((r["model"] - r["handle"]) / 1e6)
         o["egress"].append((r["last_rpc"] - r["send"]) / 1e6)
         o["overhead"].append((r["last_rpc"] - r["send"] - r["rpc_ns"]) / 1e6)
-        o["reads"].append(reads(after) - reads(before))
+        n_reads = reads(after) - reads(before)
+        o["reads"].append(n_reads)
+        if n_reads and kind == "quiet":
+            diff = {k.rsplit("/", 1)[-1]: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
+            note(f"P6 {name}: quiet turn {i} (thread {i % len(roots)}) made reads: {diff}")
         o["rpcs"].append(r["rpcs"])
     return out
 
