@@ -9,7 +9,10 @@ demo channel, each opened by a root that mentions the bot; then, per measured tu
 and the session is idle. Every fifth turn is a *delivering* turn: just before it, the bot's
 own cron post lands in that thread (a post from another process: realtime shows it, the session
 does not hold it), so the turn's block must read it — one ``GetThreadEvents``. The others are
-*quiet* (nothing new in the thread besides the trigger).
+*quiet* (nothing new in the thread besides the trigger), except that every ~50th turn of a
+session is a *compaction* turn: the session then holds over ``HELD_COMPACT_AT`` (100) ids past
+its cursor (two per turn: the trigger and the reply) and the frontier reads once to move the
+cursor past them, by design.
 
 Timestamps (``time.monotonic_ns``, one clock for both processes):
 
@@ -127,6 +130,16 @@ async def wait_idle(adapter, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.001)
 
 
+def compacting(adapter, root: str) -> bool:
+    """Whether the session of thread ``root`` holds more ids than the frontier keeps past its
+    cursor (``HELD_COMPACT_AT``): its next turn reads once to move the cursor, by design,
+    even with nothing new in the thread (each turn adds its trigger and its reply)."""
+    from hermes_chatto.frontier.plan import HELD_COMPACT_AT
+
+    fr = adapter.conn.frontier
+    return any(st.root_id == root and len(st.view.held) > HELD_COMPACT_AT for st in fr.ledgers())
+
+
 def reads(counts: dict[str, int]) -> int:
     return sum(v for k, v in counts.items() if k.rsplit("/", 1)[-1] in READ_RPCS)
 
@@ -137,13 +150,15 @@ async def scenario(sp, adapter, probe: Probe, roots: list[str], name: str, first
     general = sp.info["general"]
     out: dict[str, dict[str, list]] = {
         k: {"ingress": [], "ingress_from_send": [], "host": [], "egress": [], "overhead": [], "reads": [], "rpcs": []}
-        for k in ("quiet", "delivering")
+        for k in ("quiet", "delivering", "compaction")
     }
     loop = asyncio.get_running_loop()
     for i in range(ROUNDS):
         tag = first_tag + i
         root = roots[i % len(roots)]
         kind = "delivering" if i % 5 == 4 else "quiet"
+        if kind == "quiet" and compacting(adapter, root):
+            kind = "compaction"
         if kind == "delivering":
             cron = await loop.run_in_executor(None, sp.ask, "post_direct", "bot", general, f"cron report {tag}", root)
             await wait_for(lambda c=cron: c in adapter.threads.own)  # realtime showed it to the plugin
@@ -164,7 +179,7 @@ async def scenario(sp, adapter, probe: Probe, roots: list[str], name: str, first
         o["overhead"].append((r["last_rpc"] - r["send"] - r["rpc_ns"]) / 1e6)
         n_reads = reads(after) - reads(before)
         o["reads"].append(n_reads)
-        if n_reads and kind == "quiet":
+        if n_reads and kind == "quiet":  # a read nothing explains
             diff = {k.rsplit("/", 1)[-1]: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
             note(f"P6 {name}: quiet turn {i} (thread {i % len(roots)}) made reads: {diff}")
         o["rpcs"].append(r["rpcs"])
@@ -186,7 +201,9 @@ async def run() -> dict[str, dict]:
     sp = ServerProcess(people=["bob", "carol"], rooms=10)
     info = sp.start()
     probe = Probe()
-    runner, adapter = await start_gateway(info["base"], info["bot_key"], info["general"], probe.run_agent)
+    runner, adapter = await start_gateway(
+        info["base"], info["bot_key"], info["general"], probe.run_agent, env={"CHATTO_WIRE_LOG_LEVEL": "INFO"}
+    )
     probe.install(adapter)
     loop = asyncio.get_running_loop()
     roots = []
@@ -210,6 +227,9 @@ async def run() -> dict[str, dict]:
     note(f"P6: load scenario: {posted} background posts in {elapsed:.1f} s = {posted / elapsed:.0f} msg/s")
     counters = adapter.conn.counters
     note(f"P6: adapter counters dispatched={counters['dispatched']} dropped={counters['dropped']}")
+    rt = adapter.conn.realtime
+    if rt is not None and hasattr(rt, "stats"):
+        note(f"P6: realtime stats { {k: v for k, v in rt.stats.items() if v} }")
     await stop_gateway(adapter)
     sp.stop()
     return results
@@ -217,24 +237,37 @@ async def run() -> dict[str, dict]:
 
 def main() -> None:
     setup_hermes_home()
+    import logging
+    import sys
+
+    # the plugin's INFO lines (connects, disconnects with their reason) to stderr
+    info = logging.StreamHandler(sys.stderr)
+    info.setFormatter(logging.Formatter("P6 log: %(name)s %(levelname)s %(message)s"))
+    plugin = logging.getLogger("hermes_plugins.chatto")
+    plugin.setLevel(logging.INFO)
+    plugin.addHandler(info)
     results = asyncio.run(run())
     for scen, by_kind in results.items():
-        q, d = by_kind["quiet"], by_kind["delivering"]
+        q, d, c = by_kind["quiet"], by_kind["delivering"], by_kind["compaction"]
         note(
-            f"P6 {scen}: {len(q['ingress'])} quiet + {len(d['ingress'])} delivering turns; ingress from the "
+            f"P6 {scen}: {len(q['ingress'])} quiet + {len(d['ingress'])} delivering + {len(c['ingress'])} compaction "
+            f"turns; ingress from the "
             f"request being sent p50 {pct(q['ingress_from_send'], 50):.2f} ms; "
             f"delivering ingress p50 {pct(d['ingress'], 50):.2f} / p99 {pct(d['ingress'], 99):.2f} ms; "
-            f"CreateMessage calls per answer {sorted(set(q['rpcs'] + d['rpcs']))}"
+            f"CreateMessage calls per answer {sorted(set(q['rpcs'] + d['rpcs'] + c['rpcs']))}"
         )
         emit(6, f"{scen}_ingress_quiet_p50", pct(q["ingress"], 50), "ms", "<=5")
         emit(6, f"{scen}_ingress_quiet_p99", pct(q["ingress"], 99), "ms", "<=25")
         emit(6, f"{scen}_reads_per_quiet_turn", sum(q["reads"]) / len(q["reads"]), "rpcs", "0")
         emit(6, f"{scen}_reads_per_delivering_turn", sum(d["reads"]) / len(d["reads"]), "rpcs", "1")
-        allh = q["host"] + d["host"]
+        emit(6, f"{scen}_compaction_turns", len(c["reads"]), "turns", "-")
+        if c["reads"]:
+            emit(6, f"{scen}_reads_per_compaction_turn", sum(c["reads"]) / len(c["reads"]), "rpcs", "1")
+        allh = q["host"] + d["host"] + c["host"]
         emit(6, f"{scen}_host_p50", pct(allh, 50), "ms", "-")
         emit(6, f"{scen}_host_p99", pct(allh, 99), "ms", "-")
-        alle = q["egress"] + d["egress"]
-        allo = q["overhead"] + d["overhead"]
+        alle = q["egress"] + d["egress"] + c["egress"]
+        allo = q["overhead"] + d["overhead"] + c["overhead"]
         emit(6, f"{scen}_egress_p50", pct(alle, 50), "ms", "-")
         emit(6, f"{scen}_egress_overhead_p50", pct(allo, 50), "ms", "<=2")
         emit(6, f"{scen}_egress_overhead_p99", pct(allo, 99), "ms", "-")
