@@ -58,7 +58,7 @@ async def start_gateway(
     async def fake_run_agent(self, message, context_prompt, history, source, session_id, session_key=None, **kw):
         return await run_agent(message, source, session_key)
 
-    GatewayRunner._run_agent = fake_run_agent  # type: ignore[method-assign]
+    GatewayRunner._run_agent = fake_run_agent
     cfg = load_gateway_config()
     runner = GatewayRunner(cfg)
     plat = Platform("chatto")

@@ -26,6 +26,7 @@ def _child(conn: Any, setup: dict[str, Any]) -> None:  # runs in the child proce
     srv = LocalChatto.demo()
     base = srv.start_sync()
     w = srv.world
+    assert w is not None  # demo() builds the world
     users = {"alice": w.alice_id, "bot": w.bot_id}
     tokens = {"alice": w.alice_token}
     for login in setup.get("people", ()):
@@ -107,7 +108,7 @@ def _child(conn: Any, setup: dict[str, Any]) -> None:  # runs in the child proce
                 conn.send(True)
             elif cmd == "script_start":
                 rate, script = args
-                stop, ids = threading.Event(), []
+                stop, ids = threading.Event(), list[str]()
                 t = threading.Thread(target=run_script, args=(rate, script, ids, stop), daemon=True)
                 load["script"] = (t, ids, stop)
                 t.start()

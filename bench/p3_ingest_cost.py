@@ -29,14 +29,14 @@ N_FRAMES = 20_000
 ROUNDS = 7
 
 
-def _floor_pass(pipe: Pipeline, frames: list[bytes]) -> None:
+def _floor_pass(pipe: Pipeline, frames: list[bytes], dispatching: list[bool]) -> None:
     """What no classifier can save: the parse, plus Hermes' two objects (``build_source`` and
     a ``MessageEvent`` built directly, no ``compat`` wrapper) for every frame the pipeline
-    dispatches (``pipe.dispatching``, learned from a previous full pass)."""
+    dispatches (``dispatching``, learned from a previous full pass)."""
     from gateway.platforms.base import MessageEvent
 
     parse, bs, text = pipe.decode, pipe.build_source, pipe.TEXT
-    for d, dispatch in zip(frames, pipe.dispatching, strict=True):
+    for d, dispatch in zip(frames, dispatching, strict=True):
         parse(d)
         if dispatch:
             src = bs(
@@ -72,7 +72,7 @@ def main() -> None:
     rounds: dict[str, list[float]] = {"parse": [], "adapter": [], "memory": [], "floor": []}
     kinds = {}
     probe = Pipeline(factory, dedupe="memory")
-    probe.dispatching = [probe(d) > 0 for d in frames]
+    dispatching = [probe(d) > 0 for d in frames]
     gc.collect()
     for r in range(ROUNDS):
         t0 = time.perf_counter()
@@ -80,7 +80,7 @@ def main() -> None:
             parse(d)
         rounds["parse"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        _floor_pass(probe, frames)
+        _floor_pass(probe, frames, dispatching)
         rounds["floor"].append(time.perf_counter() - t0)
         for mode in ("adapter", "memory"):
             pipe = Pipeline(factory, dedupe=mode)  # fresh dedupe state: every frame is new

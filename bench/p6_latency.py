@@ -144,7 +144,9 @@ def reads(counts: dict[str, int]) -> int:
     return sum(v for k, v in counts.items() if k.rsplit("/", 1)[-1] in READ_RPCS)
 
 
-async def scenario(sp, adapter, probe: Probe, roots: list[str], name: str, first_tag: int) -> dict[str, list]:
+async def scenario(
+    sp, adapter, probe: Probe, roots: list[str], name: str, first_tag: int
+) -> dict[str, dict[str, list]]:
     """``ROUNDS`` turns; returns per kind (``quiet``/``delivering``) the lists of
     ingress/host/egress/overhead (ms) and reads per turn."""
     general = sp.info["general"]

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from _util import REPO, emit, note
+from hermes_chatto.wire.types import ChattoMessage
 from ingest import setup_hermes_home
 
 SEED = 17
@@ -67,8 +68,8 @@ def _body(rng: random.Random, mention: bool = False) -> str:
 
 @dataclass
 class Turn:
-    trigger: object  # ChattoMessage
-    before: list  # thread messages (root first) before the trigger, as the server has them
+    trigger: ChattoMessage
+    before: list[ChattoMessage]  # thread messages (root first) before the trigger, as the server has them
     first: bool
     frontier_block: str | None = None
     frontier_ids: tuple[str, ...] = ()
@@ -335,6 +336,7 @@ async def run() -> None:
     await srv.start()
     script = Script(srv, srv.world, Path(os.environ["HERMES_HOME"]) / "frontier-p7.sqlite3")
     await script.run()
+    assert srv.world is not None
     bot = srv.world.bot_id
     others = {script.other_bot}
     for turn in script.turns:

@@ -103,7 +103,7 @@ async def run_agent(message, source, session_key):
 def history(rooms: list[str], rng: random.Random) -> list:
     script: list = []
     for room in rooms:
-        roots = []
+        roots: list[int] = []
         for _ in range(HISTORY):
             if roots and rng.random() < 0.4:
                 script.append((rng.choice(PEOPLE), room, "earlier reply", rng.choice(roots)))
@@ -118,7 +118,7 @@ def load(rooms: list[str], retained: set[str], rng: random.Random) -> tuple[list
     ``unretained_root``, ``unretained_reply``) with ``+`` appended when addressed."""
     script: list = []
     kinds: list[str] = []
-    roots: dict[str, list[tuple[int, bool]]] = {r: [] for r in rooms}
+    roots: dict[str, list[tuple[int, bool]]] = {r: [] for r in rooms}  # per room: (index, mentions)
     for _ in range(MESSAGES):
         room = rng.choice(rooms)
         who = rng.choice(PEOPLE)
@@ -140,12 +140,14 @@ def load(rooms: list[str], retained: set[str], rng: random.Random) -> tuple[list
     return script, kinds
 
 
-async def wait_caught_up(watch: Watch, timeout: float = 120.0) -> None:
+async def wait_caught_up(watch: Watch, timeout: float = 120.0) -> float:
+    """The monotonic time the plugin handled ``caught_up``."""
     end = time.monotonic() + timeout
     while watch.caught_up_at is None:
         if time.monotonic() > end:
             raise TimeoutError("no caught_up")
         await asyncio.sleep(0.002)
+    return watch.caught_up_at
 
 
 async def run() -> None:
@@ -173,10 +175,14 @@ async def run() -> None:
         t_connect.append(time.monotonic())
 
     runner, adapter = await start_gateway(
-        info["base"], info["bot_key"], info["general"], run_agent, before_connect=before, env={"CHATTO_WIRE_LOG_LEVEL": "INFO"}
+        info["base"],
+        info["bot_key"],
+        info["general"],
+        run_agent,
+        before_connect=before,
+        env={"CHATTO_WIRE_LOG_LEVEL": "INFO"},
     )
-    await wait_caught_up(watch)
-    fresh_s = watch.caught_up_at - t_connect[0]
+    fresh_s = await wait_caught_up(watch) - t_connect[0]
     fresh_replaced = watch.replaced
     conns = await loop.run_in_executor(None, ask, "call", "connections", (info["users"]["bot"],), {})
     retained = set(conns[0]["retained"]) if conns else set()
@@ -245,8 +251,7 @@ async def run() -> None:
     ok = await adapter.connect(is_reconnect=True)
     resume_s = float("nan")
     if ok:
-        await wait_caught_up(watch)
-        resume_s = watch.caught_up_at - t_r
+        resume_s = await wait_caught_up(watch) - t_r
     await stop_gateway(adapter)
     sp.stop()
 
