@@ -131,13 +131,15 @@ async def wait_idle(adapter, timeout: float = 10.0) -> None:
 
 
 def compacting(adapter, root: str) -> bool:
-    """Whether the session of thread ``root`` holds more ids than the frontier keeps past its
-    cursor (``HELD_COMPACT_AT``): its next turn reads once to move the cursor, by design,
+    """Whether the session of thread ``root`` will hold more ids than the frontier keeps past
+    its cursor (``HELD_COMPACT_AT``) with the next trigger: that turn reads once to move the
+    cursor, by design,
     even with nothing new in the thread (each turn adds its trigger and its reply)."""
     from hermes_chatto.frontier.plan import HELD_COMPACT_AT
 
     fr = adapter.conn.frontier
-    return any(st.root_id == root and len(st.view.held) > HELD_COMPACT_AT for st in fr.ledgers())
+    # the block holds the trigger before it plans the read, hence >=
+    return any(st.root_id == root and len(st.view.held) >= HELD_COMPACT_AT for st in fr.ledgers())
 
 
 def reads(counts: dict[str, int]) -> int:
