@@ -66,7 +66,14 @@ live: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m hermes_chatto.testing.demo
 
-bench: $(STAMP)
+# The benchmarks (bench/): installs the `bench` extra (matplotlib for the P7 chart) once, then
+# prints one line per figure, its goal and whether it was met.
+BENCH_STAMP = $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install --quiet -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(PY) bench/run_all.py
 
 # Regenerate the protobuf module from the hand-written subset .proto, and its type stub

@@ -27,9 +27,31 @@ def fmt(value) -> str:
     return str(value)
 
 
-def emit(n: int, name: str, value, unit: str, goal: str) -> None:
-    """Print one metric line: ``P<n> <name>=<value> <unit> goal=<goal>`` (flushes)."""
-    print(f"P{n} {name}={fmt(value)} {unit} goal={goal}", flush=True)
+def goal_met(value, goal: str) -> bool | None:
+    """Whether ``value`` meets ``goal``: ``<=x``, ``<x``, ``>=x``, ``>x`` or a bare number
+    (equality); ``None`` for ``-`` (informational) or a goal that is not a number."""
+    g = goal.strip()
+    for op in ("<=", ">=", "<", ">", "=="):
+        if g.startswith(op):
+            rest = g[len(op) :]
+            break
+    else:
+        op, rest = "==", g
+    try:
+        x = float(rest)
+    except ValueError:
+        return None
+    v = float(value)
+    return {"<=": v <= x, ">=": v >= x, "<": v < x, ">": v > x, "==": abs(v - x) < 1e-9}[op]
+
+
+def emit(n: int, name: str, value, unit: str, goal: str, met: bool | None = None) -> None:
+    """Print one metric line: ``P<n> <name>=<value> <unit> goal=<goal> met=<yes|no|->``
+    (flushes). ``met`` defaults to :func:`goal_met` (compared on the unrounded value)."""
+    if met is None:
+        met = goal_met(value, goal)
+    flag = "-" if met is None else ("yes" if met else "NO")
+    print(f"P{n} {name}={fmt(value)} {unit} goal={goal} met={flag}", flush=True)
 
 
 def note(msg: str) -> None:

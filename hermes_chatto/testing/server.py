@@ -205,8 +205,15 @@ class LocalChatto:
         if port == 0 and self.port and host == self.host:
             port = self.port
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # proto=IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on an accepted socket only when
+        # its proto says TCP (base_events._set_nodelay), and accepted sockets inherit the
+        # listener's. Without it every response after a connection's first waited ~40 ms
+        # (Nagle's algorithm holding the body behind the headers until the client's delayed
+        # ACK). Chatto is a Go server: Go's net package turns Nagle off on every TCP
+        # connection (net/tcpsock.go, SetNoDelay "the default is true").
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             sock.bind((host, port))
         except OSError:

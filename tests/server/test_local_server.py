@@ -714,3 +714,31 @@ def test_create_thread_makes_an_empty_thread(srv, bot):
         err(bot.call("MessageService/CreateMessage", {"roomId": w.dm_id, "body": "x", "createThread": True}))[1]
         == "invalid_argument"
     )
+
+
+def test_accepted_connections_have_nagle_off(srv, bot):
+    """Like Chatto (a Go server: Go's net package sets TCP_NODELAY on every TCP connection,
+    net/tcpsock.go), every accepted connection has Nagle's algorithm off. With it on, a
+    response written as headers then body waited for the client's delayed ACK (~40 ms) on
+    every request after a connection's first, which made every RPC in the benchmarks and
+    tests that slow."""
+    import http.client
+    import socket
+
+    host, port = srv.base_url.split("//", 1)[1].rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request(
+            "POST",
+            "/api/connect/chatto.discovery.v1.ServerDiscoveryService/GetServer",
+            body=b"{}",
+            headers={"Content-Type": "application/json"},
+        )
+        assert conn.getresponse().read()
+        live = [c for c in srv._uvicorn.server_state.connections if getattr(c, "transport", None) is not None]
+        assert live, "the keep-alive connection is open on the server"
+        for c in live:
+            sock = c.transport.get_extra_info("socket")
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    finally:
+        conn.close()

@@ -23,7 +23,35 @@ def test_seen_queue_is_written_when_it_grows(tmp_path):
     s = SeenStore(p, limit=10_000)
     for i in range(SEEN_FLUSH_AT):
         s.add(f"E{i:014d}")
+    s._last.result(timeout=10)  # the batch handed to the writer thread (no flush called)
     assert len(SeenStore(p, limit=10_000)) == SEEN_FLUSH_AT
+    s.close()
+
+
+def test_seen_batch_is_written_off_the_callers_thread(tmp_path):
+    """``add`` never runs SQLite on the caller's thread (the adapter's event loop): the batch
+    that fills the queue goes to the writer thread, and ``flush`` waits for it."""
+    import threading
+
+    p = tmp_path / "state.sqlite3"
+    s = SeenStore(p, limit=10_000)
+    real, threads = s._conn, []
+
+    class Spy:
+        def execute(self, *a, **kw):
+            threads.append(threading.get_ident())
+            return real.execute(*a, **kw)
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    s._conn = Spy()
+    for i in range(SEEN_FLUSH_AT + 3):
+        s.add(f"E{i:014d}")
+    assert s.flush() == 3  # the three queued after the batch, written after it
+    assert threads and threading.get_ident() not in threads
+    assert len(SeenStore(p, limit=10_000)) == SEEN_FLUSH_AT + 3
+    s.close()
 
 
 def test_seen_set_is_bounded_oldest_first(tmp_path):
