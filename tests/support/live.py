@@ -109,6 +109,15 @@ class Person:
     created: bool
 
 
+@dataclass(frozen=True)
+class BotAccount:
+    """A bot the kit created besides the one the gateway serves (:meth:`LiveServer.create_bot`)."""
+
+    user_id: str
+    login: str
+    key: str = field(repr=False)
+
+
 @dataclass
 class LiveServer:
     """A real Chatto server, driven over its API as its owner. ``base_url`` and ``ws_url`` as
@@ -272,6 +281,25 @@ class LiveServer:
             if self.owner is None or uid != self.owner.user_id:
                 await self.call("chatto.api.v1.RoomService/AddMember", {"roomId": room_id, "userId": uid})
         return room_id
+
+    async def create_bot(self, key: str, display: str, *, rooms: tuple[str, ...] = ()) -> BotAccount:
+        """A second bot account (``hc<tag><key>_bot``) with :data:`BOT_GRANTS`, a member of
+        the channels ``rooms`` (keys of :attr:`rooms`); deleted by :meth:`stop`."""
+        bot = await self.call(
+            "chatto.api.v1.BotService/CreateBot", {"login": f"hc{self.tag}{key}_bot", "displayName": display}
+        )
+        acct = BotAccount(bot["bot"]["user"]["id"], bot["bot"]["user"]["login"], bot["apiKey"])
+        self._undo.append(
+            (
+                f"delete bot {acct.login}",
+                lambda: self.call("chatto.api.v1.BotService/DeleteBot", {"botUserId": acct.user_id}),
+            )
+        )
+        for perm in BOT_GRANTS:
+            await self.set_permission(acct.user_id, perm, "ALLOW")
+        for r in rooms:
+            await self.call("chatto.api.v1.RoomService/AddMember", {"roomId": self.rooms[r], "userId": acct.user_id})
+        return acct
 
     def client(self, who: str) -> ChattoClient:
         """A :class:`ChattoClient` holding ``who``'s token (``alice`` …, ``owner`` or ``bot``)."""
