@@ -186,7 +186,13 @@ class AssetStore:
         if not _SHA_RE.match(req.sha256):
             raise err("invalid_argument", "sha256 must be lowercase hexadecimal SHA-256")
         if req.size > self.max_upload_bytes:
-            raise err("invalid_argument", f"attachment exceeds maximum size of {self.max_upload_bytes} bytes")
+            # core/asset_uploads.go checkUploadSize wraps ErrInvalidArgument with %w, and
+            # connectapi/errors.go keeps the whole text (a real server: "… of 26214400 bytes:
+            # invalid argument")
+            raise err(
+                "invalid_argument",
+                f"attachment exceeds maximum size of {self.max_upload_bytes} bytes: invalid argument",
+            )
         self._authorize(actor, req.room_id)
         up = UploadRec(
             id=new_id("A"),
