@@ -3,8 +3,7 @@ Chatto server: the real ``hermes gateway run`` with ``streaming: {enabled: true}
 scripted model, people acting over the API, every check read back over the API as alice.
 The same scenarios as tests/e2e/test_streaming_e2e.py, test_lifecycle_e2e.py,
 test_approvals_e2e.py and test_other_bots_e2e.py where a real server can run them (faults
-inside the server cannot be injected; a failed turn is made by taking ``message.post``
-from the bot, which the real server enforces).
+inside the server cannot be injected; a failed turn is an answer the real server refuses).
 
 Skipped, with the reason, unless ``CHATTO_LIVE_URL`` / ``CHATTO_LIVE_LOGIN`` /
 ``CHATTO_LIVE_PASSWORD`` name a server (README: "Check against your own Chatto server").
@@ -96,36 +95,27 @@ async def test_a_successful_turn_ends_with_done_and_no_eyes(h: LiveHarness):
     await wait_until(done, timeout=30, what="✅ only on the trigger (👀 taken back)")
 
 
-async def test_a_turn_whose_answer_is_refused_ends_with_failed(h: LiveHarness):
-    """The bot loses ``message.post`` (a bot's grants are an allowlist: ``NONE``); its answer
-    is refused by the real server, the turn fails, the trigger shows ❌ (``message.react`` is
-    kept), nothing is posted. The grant comes back afterwards."""
-    assert h.live is not None
+async def test_a_failed_turn_ends_with_failed_and_no_eyes(h: LiveHarness):
+    """The model answers only zero-width spaces: the real server refuses that body
+    (``invalid_argument``: no visible content, core/messages.go), the answer cannot be
+    delivered, the turn fails, and the trigger ends with ❌ only. (A provider error does not
+    do it: hermes-agent 0.19.0 then delivers its own warning and counts the turn a success.)"""
     await h.wait_idle()
-    log0 = len(h.gateway_log())
-    await h.live.set_permission(h.bot_id, "message.post", "NONE")
+    h.started_model.push({"content": "\u200b\u200b\u200b"})
+    trigger = await h.post("general", f"@{h.bot_login} this answer will not land")
+    seen: list[set[str]] = [set()]
+
+    async def failed():
+        seen[0] = await _bot_reactions(h, trigger.room_id, trigger.event_id)
+        return seen[0] if seen[0] == {"x"} else None
+
     try:
-        # RBAC changes close every socket (projection_reset_required): wait for the bot to be back
-        await wait_until(
-            lambda: h.gateway_log()[log0:].count("live again") >= 1,
-            timeout=60,
-            what="the gateway's reconnect after the permission change",
-        )
-        trigger = await h.post("general", f"@{h.bot_login} this answer will not land")
-
-        async def failed():
-            got = await _bot_reactions(h, trigger.room_id, trigger.event_id)
-            return got if got == {"x"} else None
-
-        await wait_until(failed, timeout=60, what="❌ only on the trigger")
-        await h.wait_idle()
-        assert not await h.bot_messages_since(trigger), "nothing was posted"
-    finally:
-        await h.live.set_permission(h.bot_id, "message.post", "ALLOW")
-    log1 = len(h.gateway_log())
-    await wait_until(lambda: "live again" in h.gateway_log()[log1:], timeout=60, what="the reconnect after the grant")
-    t = await h.turn("react-back", "general", f"@{h.bot_login} and now?")
-    assert t.replies
+        await wait_until(failed, timeout=90, what="❌ only on the trigger")
+    except TimeoutError as exc:
+        posted = [m.body for m in await h.bot_messages_since(trigger)]
+        raise AssertionError(f"{exc}: the bot's reactions {seen[0]}, its posts {posted}") from None
+    await h.wait_idle()
+    assert not [m for m in await h.bot_messages_since(trigger) if (m.body or "").strip("\u200b")]
 
 
 # ----------------------------------------------------------------------------- exec approvals
