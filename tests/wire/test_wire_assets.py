@@ -167,7 +167,7 @@ async def test_http_errors_are_download_errors():
     assert ei.value.http_status == 500
 
 
-def test_upload_content_type_sends_images_chatto_cannot_decode_as_plain_files():
+async def test_upload_content_type_sends_images_chatto_cannot_decode_as_plain_files():
     """Chatto decodes PNG, JPEG, GIF and WebP (cli/internal/assets/images.go); any other
     ``image/*`` upload fails CompleteUpload with ``internal`` (seen on a real server)."""
     from hermes_chatto.wire.assets import upload_content_type
