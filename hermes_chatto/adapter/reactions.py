@@ -8,7 +8,12 @@ starts, then done (``done_reaction``, ✅ ``white_check_mark``) or failed
 Reactions are ``MessageService/AddReaction`` / ``RemoveReaction`` through
 :meth:`OutboundOps.react` (authorised senders only; a room that refuses
 ``message.react`` is warned about once). State: ``acked`` (trigger id → the shortcode
-added, bounded), so the end of a turn takes back exactly what its start added.
+added, bounded), so the end of a turn takes back exactly what its start added, and
+``finals`` (trigger id → the done/failed shortcode it got, bounded): one message can run
+more than one turn — with streaming on, hermes-agent 0.19.0 ran an answer Chatto refused (no
+visible content) once as a success and again as a failure, and the trigger showed ✅ beside
+❌ although nothing was posted (seen on a real server). The message shows how its latest turn
+ended: a new final reaction replaces the earlier one.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ class LifecycleReactions:
         self._conn = conn
         self._ops = ops
         self.acked: BoundedMap[str, str] = BoundedMap(ACKED_CAPACITY)
+        self.finals: BoundedMap[str, str] = BoundedMap(ACKED_CAPACITY)
 
     def _setting(self, name: str) -> str:
         return str(getattr(self._conn.settings, name, "") or "")
@@ -53,7 +59,12 @@ class LifecycleReactions:
             final, counter = self._setting("failed_reaction"), "reactions.failed"
         else:
             final, counter = "", ""
+        earlier = self.finals.get(mid) if mid else None
+        if earlier and final and earlier != final:
+            await self._ops.react(event, earlier, remove=True)  # the latest turn's end shows
         if ack and ack != final:
             await self._ops.react(event, ack, remove=True)
         if final and final != ack and await self._ops.react(event, final):
             self._conn.counters[counter] += 1
+        if final and mid:
+            self.finals.put(mid, final)

@@ -41,7 +41,9 @@ PER_MESSAGE = 10
 @dataclass(frozen=True, slots=True)
 class OutboundFile:
     """A local file to attach: ``path``; ``filename`` shown in Chatto (default: the base
-    name); ``content_type`` (default: guessed from the name, else octet-stream)."""
+    name); ``content_type`` (default: guessed from the name, else octet-stream). :attr:`mime`
+    is what the upload declares: an image type Chatto cannot decode goes as octet-stream
+    (``wire.assets.upload_content_type``)."""
 
     path: str
     filename: str = ""
@@ -53,7 +55,9 @@ class OutboundFile:
 
     @property
     def mime(self) -> str:
-        return self.content_type or mimetypes.guess_type(self.name)[0] or "application/octet-stream"
+        from ..wire.assets import upload_content_type
+
+        return upload_content_type(self.content_type or mimetypes.guess_type(self.name)[0] or "")
 
 
 @dataclass

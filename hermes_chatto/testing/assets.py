@@ -5,17 +5,21 @@ Imitates Chatto 0.5:
 * ``AssetUploadService`` — cli/internal/connectapi/asset_uploads.go over
   cli/internal/core/asset_uploads.go: ``CreateUpload`` needs room membership and
   ``message.attach`` (``authorizeUpload``), a filename, a size ≥ 0 within the server's
-  upload limit (:data:`MAX_UPLOAD_BYTES`, 25 MB by default) and a lowercase hex sha256;
+  upload limit (:data:`MAX_UPLOAD_BYTES`, 25 MiB by default: ``assets.DefaultMaxUploadSize``,
+  and ``max_upload_size = '25 MB'`` parses to the same 26,214,400 bytes) and a lowercase hex sha256;
   the upload is open for 15 minutes (``defaultAssetUploadSessionTTL``) with
   ``max_chunk_size`` 512 KiB (``defaultAssetUploadChunkSize``). ``UploadChunk`` checks the
   chunk's sha256, the uploader, that the upload is open, ``offset == committed_offset``,
   the chunk size and the declared size. ``CompleteUpload`` needs the whole file, checks its
-  sha256, re-authorises, processes images (width/height; a file that is not an image is
-  refused) and creates a pending asset that can be attached for 24 h
+  sha256, re-authorises, processes images (width/height; bytes that are not an image make it
+  fail with ``internal`` "internal server error": ``storeCompletedUpload`` wraps the decode
+  error without a Chatto error kind, so connectapi/errors.go ``connectInternalError`` answers) and creates a pending asset that can be attached for 24 h
   (``defaultPendingAttachmentAssetTTL``); completing again answers the same asset.
   ``video/*`` uploads are refused unless the server enables video (connectapi/asset_uploads.go;
   :attr:`AssetStore.video_enabled`, off by default as in Chatto's config).
-  ``GetUpload`` / ``CancelUpload`` are for the uploader only (``permission_denied``).
+  ``GetUpload`` / ``CancelUpload`` are for the uploader only (``permission_denied``);
+  ``CancelUpload`` answers the session as it was (``committed_offset`` kept, status
+  cancelled) and then deletes it.
   Request bodies of this service are capped at 512 KiB + 64 KiB
   (connectapi/api.go ``assetUploadRequestMaxBytes``).
 * ``CreateMessage.attachment_asset_ids`` — core/messages.go ``PostMessage`` +
@@ -29,8 +33,11 @@ Imitates Chatto 0.5:
   ``?access=`` ticket (core/attachments.go ``stableAttachmentPathWithAccess``; valid
   24 h from the start of the current hour, ``AssetAccessTicketTTL``) or a bearer key;
   expired ticket → 403 "Asset access ticket expired", wrong asset → 403, viewer not a
-  member → 403, unknown asset → 404, no credential → 401. URLs are paths relative to the
-  server (Chatto leaves them relative without an asset base URL).
+  member → 403, unknown asset → 404, no credential → 401. URLs are absolute, on the server's
+  own origin, as Chatto makes them when ``webserver.url`` is set (cli/cmd/run.go sets
+  ``AssetBaseURL`` from it; core/server_assets.go ``assetURL``; a real server answered
+  ``http://localhost:4140/assets/files/A…?access=…``); :attr:`AssetStore.base_url` ``""``
+  gives bare paths, as Chatto without ``webserver.url``.
 
 Test hooks: :meth:`AssetStore.fail_downloads` (HTTP status for the next downloads),
 :meth:`AssetStore.hold_downloads` / ``release_downloads`` (a download that waits), the
@@ -58,7 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .state import ChattoState, MsgRec
 
-MAX_UPLOAD_BYTES = 25 * 1000 * 1000  #: ``assets.DefaultMaxUploadSize`` (25 MB)
+MAX_UPLOAD_BYTES = 25 * 1024 * 1024  #: ``assets.DefaultMaxUploadSize`` (cli/internal/assets/images.go), bytes
 MAX_CHUNK_BYTES = 512 * 1024  #: ``defaultAssetUploadChunkSize``
 UPLOAD_REQUEST_MAX_BYTES = MAX_CHUNK_BYTES + 64 * 1024  #: ``assetUploadRequestMaxBytes``
 UPLOAD_TTL_NS = 15 * 60 * 1_000_000_000  #: ``defaultAssetUploadSessionTTL``
@@ -84,6 +91,8 @@ class UploadRec:
     status: int = pb.ASSET_UPLOAD_STATUS_OPEN
     committed: bytearray = field(default_factory=bytearray)
     asset_id: str = ""
+    #: bytes committed when the upload stopped being open (Chatto keeps ``CommittedOffset``)
+    final_offset: int = 0
 
 
 @dataclass
@@ -113,6 +122,9 @@ class AssetStore:
         self.downloads: list[tuple[str, str | None, int]] = []
         self._fail_downloads: list[int] = []
         self.max_upload_bytes = MAX_UPLOAD_BYTES
+        #: ``scheme://host`` put before every asset path (Chatto's ``AssetBaseURL``); set by
+        #: :class:`~hermes_chatto.testing.LocalChatto` when it starts, ``""`` = bare paths
+        self.base_url = ""
         #: ``[video] enabled`` (cli/internal/config/integrations.go ``VideoConfig``; off unless configured)
         self.video_enabled = False
         self._gate = threading.Event()
@@ -174,7 +186,13 @@ class AssetStore:
         if not _SHA_RE.match(req.sha256):
             raise err("invalid_argument", "sha256 must be lowercase hexadecimal SHA-256")
         if req.size > self.max_upload_bytes:
-            raise err("invalid_argument", f"attachment exceeds maximum size of {self.max_upload_bytes} bytes")
+            # core/asset_uploads.go checkUploadSize wraps ErrInvalidArgument with %w, and
+            # connectapi/errors.go keeps the whole text (a real server: "… of 26214400 bytes:
+            # invalid argument")
+            raise err(
+                "invalid_argument",
+                f"attachment exceeds maximum size of {self.max_upload_bytes} bytes: invalid argument",
+            )
         self._authorize(actor, req.room_id)
         up = UploadRec(
             id=new_id("A"),
@@ -239,6 +257,7 @@ class AssetStore:
             pending_expires_ns=self.state.now_ns() + PENDING_TTL_NS,
         )
         self.assets[asset.id] = asset
+        up.final_offset = len(up.committed)
         up.status, up.asset_id, up.committed = pb.ASSET_UPLOAD_STATUS_COMPLETED, asset.id, bytearray()
         up.expires_ns = asset.pending_expires_ns or 0
         return up, asset
@@ -247,6 +266,7 @@ class AssetStore:
         up = self._load(actor, upload_id)
         if up.status == pb.ASSET_UPLOAD_STATUS_COMPLETED:
             raise err("invalid_argument", "completed uploads cannot be cancelled")
+        up.final_offset = len(up.committed)
         up.status, up.committed = pb.ASSET_UPLOAD_STATUS_CANCELLED, bytearray()
         self.uploads.pop(up.id, None)
         return up
@@ -290,7 +310,7 @@ class AssetStore:
         """``(path?access=<ticket>, expiry epoch s)`` for ``viewer``."""
         exp = self.ticket_expiry_s()
         ticket = self.state.sealer.seal({"a": asset_id, "u": viewer, "e": exp})
-        return f"/assets/files/{asset_id}?access={ticket}", exp
+        return f"{self.base_url}/assets/files/{asset_id}?access={ticket}", exp
 
     def asset_pb(self, a: AssetRec, viewer: str) -> pb.Asset:
         url, exp = self.signed_url(a.id, viewer)
@@ -351,15 +371,17 @@ class AssetStore:
 
 
 def _image_size(data: bytes) -> tuple[int, int]:
-    """Width and height of an image (Chatto decodes every image upload); refused when it
-    is not one (``failed to process image``)."""
+    """Width and height of an image (Chatto decodes every image upload). Bytes that are not
+    one fail as on the real server: ``storeCompletedUpload`` returns ``fmt.Errorf("failed to
+    process image: %w")`` with no Chatto error kind, which connectapi/errors.go answers as
+    ``internal`` "internal server error" (HTTP 500), the cause only in the server's log."""
     try:
         from PIL import Image
 
         with Image.open(io.BytesIO(data)) as im:
             return int(im.width), int(im.height)
     except Exception:  # noqa: BLE001 - anything Pillow cannot read is "not an image"
-        raise err("invalid_argument", "failed to process image: image: unknown format") from None
+        raise err("internal", "internal server error") from None
 
 
 def store_of(state: ChattoState) -> AssetStore:
@@ -400,7 +422,7 @@ def _upload_pb(up: UploadRec) -> pb.AssetUpload:
         upload_id=up.id,
         room_id=up.room_id,
         status=up.status,  # type: ignore[arg-type]
-        committed_offset=len(up.committed) if up.status == pb.ASSET_UPLOAD_STATUS_OPEN else up.size,
+        committed_offset=len(up.committed) if up.status == pb.ASSET_UPLOAD_STATUS_OPEN else up.final_offset,
         size=up.size,
         max_chunk_size=MAX_CHUNK_BYTES,
         sha256=up.sha256,

@@ -470,9 +470,16 @@ async def scenario_attachments(h: Harness, step: Step, verbose: bool = True) -> 
     await h.wait_idle()
     names = [a.filename for m in msgs for a in m.attachments]
     step.note(f"the bot posted: {names or 'no attachment'}")
-    stored = h.chatto.assets.assets.get(msgs[0].attachments[0].id) if msgs else None
+    stored = b""
+    if msgs:  # read back as alice over the API (its signed URL), on any server
+        from hermes_chatto.wire.assets import AssetClient
+
+        got = await AssetClient(h.client("alice")).download(
+            msgs[0].attachments[0], room_id=msgs[0].room_id, max_bytes=0, timeout=30
+        )
+        stored = got.data
     step.check(
-        names == ["release-notes.md"] and stored is not None and stored.data == notes.read_bytes(),
+        names == ["release-notes.md"] and stored == notes.read_bytes(),
         "the agent's MEDIA: file arrived in the DM as a Chatto attachment (uploaded in chunks, same bytes)",
     )
 

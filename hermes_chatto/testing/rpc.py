@@ -348,7 +348,12 @@ async def connect_endpoint(request: Request) -> Response:
         limit = request_limit(procedure, MAX_REQUEST_BYTES)
         body = await _read_body(request, limit)
         if body is None:
-            return error_response("resource_exhausted", f"message size is larger than configured max {limit}")
+            # connect-go's read limit names the declared size (connectrpc.com/connect
+            # envelope.go / protocol_connect.go; the real server: "message size 699194 is
+            # larger than configured max 589824" for a 512 KiB JSON chunk)
+            size = request.headers.get("content-length", "")
+            shown = f"{size} " if size.isdigit() else ""
+            return error_response("resource_exhausted", f"message size {shown}is larger than configured max {limit}")
         try:
             if ctype == "application/json":
                 if not body:

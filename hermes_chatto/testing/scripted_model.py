@@ -307,7 +307,8 @@ class ScriptedModel:
         streamed content chunks: a model that types, so a stream consumer edits its
         preview several times); a dict with neither ``content`` nor
         ``tool_calls`` (e.g. ``{"delay": 3}``) answers with the deterministic echo reply
-        (:meth:`default_reply`)."""
+        (:meth:`default_reply`); ``{"status": 500}`` answers that HTTP error instead (a
+        provider failure: the host fails the turn once its retries are used up)."""
         with self._lock:
             self.script.extend(replies)
 
@@ -459,6 +460,11 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json({"error": {"message": "not found"}}, 404)
         n, r, scripted = self.owner._next_reply(body)
         req.n, req.scripted = n, scripted
+        if r.get("status"):  # a provider error: the host's turn fails (after its retries)
+            self.owner._record(req)
+            return self._send_json(
+                {"error": {"message": "scripted provider error", "type": "server_error"}}, int(r["status"])
+            )
         text = r.get("content") or ""
         now_ms = int(time.time() * 1000)
         calls: list[dict[str, Any]] = [

@@ -138,6 +138,8 @@ class LocalChatto:
         self._uvicorn: uvicorn.Server | None = None
         self.host: str | None = None
         self.port: int | None = None
+        #: asset URLs absolute on this server's origin (Chatto with ``webserver.url``); False: bare paths
+        self.absolute_asset_urls = True
         self.state_path = os.fspath(state_path) if state_path is not None else None
         #: Bearer key of the admin HTTP API (:mod:`.admin`, used by the CLI); ``None`` = no admin API.
         self.admin_key: str | None = None
@@ -229,6 +231,8 @@ class LocalChatto:
         if not ready.wait(15) or failure:
             self._thread = None
             raise RuntimeError(f"local Chatto server failed to start: {failure[:1]}")
+        if self.absolute_asset_urls:
+            self.assets.base_url = self.base_url  # Chatto with webserver.url set: absolute
         return self.base_url
 
     def _run(self, sock: socket.socket, ready: threading.Event, failure: list) -> None:

@@ -1002,10 +1002,10 @@ class ChattoState:
             else:
                 self._need(actor, room, "message.manage")
             if body is not None:
+                # Only the length is checked (core/messages.go EditMessage: len(newBody) >
+                # MaxMessageBodyLength): a real server stores an edit to "  " or "" as is.
                 if len(body) > MAX_BODY_BYTES or len(body.encode("utf-8")) > MAX_BODY_BYTES:
                     raise err("invalid_argument", "message body exceeds maximum length")
-                if not has_visible_content(body):
-                    raise err("invalid_argument", "message must have a body or attachments")
                 m.body = body
             m.updated_ns = now
             echo = None

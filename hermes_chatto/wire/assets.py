@@ -65,9 +65,26 @@ SERVER_CHUNK_BYTES = 512 * 1024
 JSON_CHUNK_BYTES = 384 * 1024
 #: Chatto's ``MaxMessageAttachmentAssetIDs`` (cli/internal/core/errors.go).
 MAX_ATTACHMENTS_PER_MESSAGE = 10
+#: The ``image/*`` types Chatto can decode (cli/internal/assets/images.go registers PNG, JPEG,
+#: GIF and, through nativewebp, WebP). ``CompleteUpload`` decodes every ``image/*`` upload and
+#: fails any other (SVG, BMP, TIFF, HEIC, AVIF …) with ``internal`` "internal server error",
+#: after all its chunks were sent.
+DECODABLE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 #: How often one upload may re-read its committed offset after a failed chunk.
 MAX_CHUNK_RESUMES = 3
 _READ_BLOCK = 64 * 1024
+
+
+def upload_content_type(content_type: str) -> str:
+    """The content type to declare in ``CreateUpload`` for a file of ``content_type``: an
+    ``image/*`` type Chatto cannot decode (see :data:`DECODABLE_IMAGE_TYPES`) is sent as
+    ``application/octet-stream``, so the file is attached as a plain file instead of the whole
+    upload failing; anything else unchanged (``""`` → ``application/octet-stream``)."""
+    ctype = (content_type or "").strip()
+    base = ctype.split(";", 1)[0].strip().lower()
+    if not base or (base.startswith("image/") and base not in DECODABLE_IMAGE_TYPES):
+        return "application/octet-stream"
+    return ctype
 
 
 class AssetTooLargeError(ChattoError):

@@ -165,3 +165,22 @@ async def test_a_tool_call_between_two_streamed_segments_shows_each_once(h: Harn
     final = ("The check says hi. " * 30).strip()
     assert sum(_squash(final) in _squash(b) for b in bodies) == 1, bodies
     assert {m.thread_root_event_id for m in msgs} == {t.trigger.event_id}
+
+
+async def test_a_streamed_answer_the_server_refuses_ends_with_failed_only(h: Harness):
+    """Seen on a real server with streaming on: an answer Chatto refuses (zero-width spaces
+    only: no visible content) posted nothing, yet the trigger showed ✅ beside ❌ (the host
+    ran the message twice: first reported a success, then a failure)."""
+    h.started_model.push({"content": "\u200b\u200b\u200b"})
+    await h.wait_idle()
+    trigger = await h.post("general", "@helper_bot this streamed answer will not land")
+    eid = trigger.event_id
+
+    def bots() -> set[str]:
+        m = h.chatto.state.messages[eid]
+        return {k for k, users in m.reactions.items() if h.bot_id in users}
+
+    await wait_until(lambda: "x" in bots(), timeout=45, what="❌ on the trigger")
+    await h.wait_idle()
+    assert bots() == {"x"}, bots()
+    assert not [m for m in await h.bot_messages_since(trigger) if (m.body or "").strip("\u200b")]

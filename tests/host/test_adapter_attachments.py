@@ -75,6 +75,21 @@ async def test_send_image_file_posts_caption_and_image_in_one_message(gateway, t
     assert msg.event_id == result.message_id
 
 
+async def test_an_svg_chart_is_attached_as_a_file_not_refused(gateway, tmp_path):
+    """Chatto decodes every ``image/*`` upload and answers one it cannot decode (SVG) with
+    ``internal`` "internal server error" at CompleteUpload (seen on a real server; the local
+    server does the same). The agent's SVG chart is attached, declared as a plain file."""
+    gw = await gateway()
+    ids = gw.ids
+    p = tmp_path / "chart.svg"
+    p.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4"/></svg>')
+    result = await gw.adapter.send_image_file(ids["dm"], str(p), caption="the svg chart")
+    assert result.success, result.error
+    (msg,) = bot_msgs(gw, ids["dm"])
+    assert msg.body == "the svg chart" and [a.filename for a in msg.attachments] == ["chart.svg"]
+    assert msg.attachments[0].content_type == "application/octet-stream"
+
+
 async def test_without_message_attach_the_room_sees_why_and_the_log_names_the_fix(gateway, tmp_path, caplog):
     gw = await gateway()
     ids = gw.ids

@@ -54,6 +54,12 @@ class World:
     dm_id: str
     #: one RBAC fact (a permission of the bot changes and changes back)
     rbac_change: Callable[[], None]
+    #: a channel with alice and the bot used for slow mode only (nobody posted there yet)
+    slow_id: str = ""
+    #: ``set_slow_mode(seconds)`` on :attr:`slow_id` (as the owner / the local driver)
+    set_slow_mode: Callable[[int], None] = lambda _s: None
+    #: ``set_attach(allowed)``: give the bot ``message.attach`` at server scope, or take it
+    set_attach: Callable[[bool], None] = lambda _a: None
 
     def bot(self) -> RawRpc:
         return RawRpc(self.base_url, self.bot_key, timeout=20.0)
@@ -66,6 +72,7 @@ def _local() -> Iterator[World]:
     s = LocalChatto.demo()
     s.start_sync()
     w = s.world
+    slow = s.create_channel("slow", [w.alice_id, w.bot_id], created_by=w.alice_id)
     try:
         yield World(
             "local",
@@ -78,6 +85,12 @@ def _local() -> Iterator[World]:
             w.general_id,
             w.dm_id,
             lambda: (s.grant(w.general_id, w.bot_id, "message.echo"), s.revoke(w.general_id, w.bot_id, "message.echo")),
+            slow_id=slow,
+            set_slow_mode=lambda secs: s.set_slow_mode(slow, secs),
+            set_attach=lambda ok: (
+                (s.grant if ok else s.revoke)(None, w.bot_id, "message.attach")
+                or (s.grant if ok else s.revoke)(w.general_id, w.bot_id, "message.attach")
+            ),
         )
     finally:
         s.stop_sync()
@@ -88,7 +101,7 @@ def _live(cfg) -> Iterator[World]:
 
     async def up() -> None:
         try:
-            await live.bootstrap()
+            await live.bootstrap(extra_rooms=("slow",))
         finally:
             if live._http is not None:  # the client belongs to this event loop
                 await live._http.aclose()
@@ -99,17 +112,23 @@ def _live(cfg) -> Iterator[World]:
         a = live.people["alice"]
         owner = RawRpc(live.base_url, live.owner.token if live.owner else "", timeout=20.0)
 
+        def set_attach(ok: bool) -> None:
+            owner.ok(
+                "chatto.admin.v1.AdminPermissionService/SetUserPermission",
+                {
+                    "userId": live.bot_id,
+                    "permission": "message.attach",
+                    "decision": "PERMISSION_DECISION_ALLOW" if ok else "PERMISSION_DECISION_NONE",
+                    "scope": {"kind": "PERMISSION_SCOPE_KIND_SERVER"},
+                },
+            )
+
         def rbac_change() -> None:
-            for decision in ("NONE", "ALLOW"):  # bot grants are an allowlist: no DENY
-                owner.ok(
-                    "chatto.admin.v1.AdminPermissionService/SetUserPermission",
-                    {
-                        "userId": live.bot_id,
-                        "permission": "message.attach",
-                        "decision": f"PERMISSION_DECISION_{decision}",
-                        "scope": {"kind": "PERMISSION_SCOPE_KIND_SERVER"},
-                    },
-                )
+            set_attach(False)  # bot grants are an allowlist: no DENY
+            set_attach(True)
+
+        def set_slow_mode(seconds: int) -> None:
+            owner.ok("RoomService/UpdateRoom", {"roomId": live.rooms["slow"], "slowModeSeconds": seconds})
 
         yield World(
             "live",
@@ -122,6 +141,9 @@ def _live(cfg) -> Iterator[World]:
             live.rooms["general"],
             live.rooms["dm"],
             rbac_change,
+            slow_id=live.rooms["slow"],
+            set_slow_mode=set_slow_mode,
+            set_attach=set_attach,
         )
     finally:
         asyncio.run(live.stop())
@@ -714,3 +736,354 @@ def test_get_room_not_found(world):
     bot = world.bot()
     assert bot.ok("RoomDirectoryService/GetRoom", {"roomId": world.general_id})["room"]["viewerState"]["isMember"]
     assert err(bot.call("RoomDirectoryService/GetRoom", {"roomId": "R" + "x" * 14}))[:2] == (404, "not_found")
+
+
+# ----------------------------------------------------------------------------- attachments (AssetUploadService)
+#
+# cli/internal/connectapi/asset_uploads.go over cli/internal/core/asset_uploads.go (chunk and
+# session rules), connectapi/api.go (the per-request body cap of the upload service),
+# http_server/assets.go (``GET /assets/files/{id}``) and core/asset_model.go (attaching).
+
+
+def _sha(b: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(b).hexdigest()
+
+
+def _b64(b: bytes) -> str:
+    import base64
+
+    return base64.b64encode(b).decode()
+
+
+def _png(w: int = 5, h: int = 3) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (w, h), (20, 200, 40)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _create_upload(rpc: RawRpc, room: str, name: str, data: bytes, ctype: str = "text/plain") -> dict:
+    req = {"roomId": room, "filename": name, "contentType": ctype, "size": len(data), "sha256": _sha(data)}
+    return rpc.ok("AssetUploadService/CreateUpload", req)["upload"]
+
+
+def _chunk(rpc: RawRpc, upload_id: str, offset: int, data: bytes):
+    req = {"uploadId": upload_id, "offset": offset, "content": _b64(data), "chunkSha256": _sha(data)}
+    return rpc.call("AssetUploadService/UploadChunk", req)
+
+
+def _asset_path(url: str) -> str:
+    """The path of a signed asset URL. Chatto makes it absolute when ``webserver.url`` is set
+    (cli/cmd/run.go ``AssetBaseURL``), as on the server this was checked against; the local
+    server does the same (tests/server/test_local_server_assets.py)."""
+    from urllib.parse import urlsplit
+
+    return urlsplit(url).path
+
+
+def _abs(world: World, url: str) -> str:
+    from urllib.parse import urljoin
+
+    return urljoin(world.base_url + "/", url)
+
+
+def _upload(rpc: RawRpc, room: str, name: str, data: bytes, ctype: str = "text/plain") -> dict:
+    """The whole flow in one chunk; the ``CompleteUpload`` answer's ``asset``."""
+    up = _create_upload(rpc, room, name, data, ctype)
+    status, body, raw = _chunk(rpc, up["uploadId"], 0, data)
+    assert status == 200, raw
+    return rpc.ok("AssetUploadService/CompleteUpload", {"uploadId": up["uploadId"]})["asset"]
+
+
+def test_upload_session_shape_and_chunk_rules(world):
+    """CreateUpload: open, 512 KiB ``max_chunk_size``, 15-minute expiry; UploadChunk: only at
+    the committed offset, within the declared size, with the chunk's own sha256;
+    CompleteUpload: only when whole; completing again answers the same asset."""
+    import time
+    from datetime import datetime
+
+    bot = world.bot()
+    data = b"0123456789" * 10
+    up = _create_upload(bot, world.general_id, "notes.txt", data)
+    assert up["status"] == "ASSET_UPLOAD_STATUS_OPEN" and up["maxChunkSize"] == 512 * 1024
+    assert int(up["size"]) == 100 and int(up.get("committedOffset", 0)) == 0 and up["roomId"] == world.general_id
+    expires = datetime.fromisoformat(up["expiresAt"].replace("Z", "+00:00")).timestamp()
+    assert 14 * 60 <= expires - time.time() <= 16 * 60
+    uid = up["uploadId"]
+    status, e, _ = _chunk(bot, uid, 10, data[:10])
+    assert (status, e["code"], e["message"]) == (
+        400,
+        "invalid_argument",
+        "chunk offset does not match committed offset",
+    )
+    status, e, _ = _chunk(bot, uid, 0, data + b"x")
+    assert (status, e["code"], e["message"]) == (400, "invalid_argument", "chunk exceeds declared upload size")
+    bad = {"uploadId": uid, "offset": 0, "content": _b64(data[:10]), "chunkSha256": _sha(b"other")}
+    status, e, _ = bot.call("AssetUploadService/UploadChunk", bad)
+    assert (status, e["code"], e["message"]) == (400, "invalid_argument", "chunk_sha256 does not match content")
+    status, ok, raw = _chunk(bot, uid, 0, data[:40])
+    assert status == 200 and int(ok["upload"]["committedOffset"]) == 40, raw
+    got = bot.ok("AssetUploadService/GetUpload", {"uploadId": uid})["upload"]
+    assert int(got["committedOffset"]) == 40 and got["status"] == "ASSET_UPLOAD_STATUS_OPEN"
+    status, e, _ = bot.call("AssetUploadService/CompleteUpload", {"uploadId": uid})
+    assert (status, e["code"], e["message"]) == (400, "invalid_argument", "upload is incomplete")
+    assert _chunk(bot, uid, 40, data[40:])[0] == 200
+    done = bot.ok("AssetUploadService/CompleteUpload", {"uploadId": uid})
+    assert done["upload"]["status"] == "ASSET_UPLOAD_STATUS_COMPLETED" and done["upload"]["assetId"]
+    asset = done["asset"]
+    assert asset["id"] == done["upload"]["assetId"] and asset["filename"] == "notes.txt"
+    assert asset["contentType"] == "text/plain" and int(asset["size"]) == 100
+    assert (
+        _asset_path(asset["assetUrl"]["url"]) == f"/assets/files/{asset['id']}"
+        and "?access=" in asset["assetUrl"]["url"]
+    )
+    again = bot.ok("AssetUploadService/CompleteUpload", {"uploadId": uid})
+    assert again["asset"]["id"] == asset["id"]
+    status, e, _ = bot.call("AssetUploadService/CancelUpload", {"uploadId": uid})
+    assert (status, e["code"], e["message"]) == (400, "invalid_argument", "completed uploads cannot be cancelled")
+
+
+def test_upload_is_the_uploaders_own(world):
+    """GetUpload / UploadChunk / CompleteUpload / CancelUpload of another user's upload:
+    ``permission_denied``; an unknown upload id: ``not_found``."""
+    bot, alice = world.bot(), world.alice()
+    up = _create_upload(bot, world.general_id, "mine.txt", b"mine")
+    for proc in ("GetUpload", "CompleteUpload", "CancelUpload"):
+        status, e, _ = alice.call(f"AssetUploadService/{proc}", {"uploadId": up["uploadId"]})
+        assert (status, e["code"]) == (403, "permission_denied"), proc
+    status, e, _ = _chunk(alice, up["uploadId"], 0, b"mine")
+    assert (status, e["code"]) == (403, "permission_denied")
+    status, e, _ = bot.call("AssetUploadService/GetUpload", {"uploadId": "A" + "1" * 14})
+    assert (status, e["code"]) == (404, "not_found")
+
+
+def test_cancel_keeps_the_committed_offset_then_the_upload_is_gone(world):
+    """CancelUpload answers the session as it was (status cancelled, ``committed_offset``
+    what had been committed), then deletes it: GetUpload is ``not_found``."""
+    bot = world.bot()
+    data = b"a" * 64
+    up = _create_upload(bot, world.general_id, "half.txt", data)
+    assert _chunk(bot, up["uploadId"], 0, data[:16])[0] == 200
+    c = bot.ok("AssetUploadService/CancelUpload", {"uploadId": up["uploadId"]})["upload"]
+    assert c["status"] == "ASSET_UPLOAD_STATUS_CANCELLED" and int(c.get("committedOffset", 0)) == 16, c
+    status, e, _ = bot.call("AssetUploadService/GetUpload", {"uploadId": up["uploadId"]})
+    assert (status, e["code"]) == (404, "not_found")
+
+
+def test_upload_limits(world):
+    """The server's ``max_upload_size`` at CreateUpload: 25 MiB by default
+    (cli/internal/assets/images.go ``DefaultMaxUploadSize = 25 * 1024 * 1024``; the e2e
+    config's ``'25 MB'`` is the same 26,214,400 bytes); video refused while the server's video
+    is off; a chunk over 512 KiB refused (binary codec: under the request cap); a JSON chunk
+    whose base64 passes the service's 576 KiB request cap (connectapi/api.go) refused by
+    connect-go's read limit, naming the size."""
+    import re
+
+    bot = world.bot()
+    limit = 25 * 1024 * 1024
+    req = {"roomId": world.general_id, "filename": "big.bin", "size": limit + 1, "sha256": _sha(b"")}
+    status, e, _ = bot.call("AssetUploadService/CreateUpload", req)
+    assert (status, e["code"], e["message"]) == (
+        400,
+        "invalid_argument",
+        f"attachment exceeds maximum size of {limit} bytes: invalid argument",
+    )
+    assert bot.ok("AssetUploadService/CreateUpload", dict(req, size=limit))["upload"]["uploadId"]
+    status, e, _ = bot.call("AssetUploadService/CreateUpload", dict(req, size=10, contentType="video/mp4"))
+    assert (status, e["code"], e["message"]) == (400, "invalid_argument", "video uploads are disabled on this server")
+    big = b"z" * (512 * 1024 + 1)
+    up = _create_upload(bot, world.general_id, "big.bin", big, "application/octet-stream")
+    msg = pb.UploadChunkRequest(upload_id=up["uploadId"], offset=0, content=big, chunk_sha256=_sha(big))
+    status, e, raw = bot.call(
+        "AssetUploadService/UploadChunk", raw_body=msg.SerializeToString(), content_type="application/proto"
+    )
+    assert status == 400 and b"chunk exceeds maximum chunk size" in raw, raw[:200]
+    status, e, raw = _chunk(bot, up["uploadId"], 0, big[: 512 * 1024])  # ~700 kB of JSON
+    assert (status, e["code"]) == (429, "resource_exhausted"), raw[:200]
+    assert re.fullmatch(r"message size \d+ is larger than configured max 589824", e["message"]), e["message"]
+    ok, _, raw = _chunk(bot, up["uploadId"], 0, big[: 384 * 1024])  # the product's chunk size
+    assert ok == 200, raw[:200]
+
+
+def test_an_image_upload_must_be_an_image(world):
+    """CompleteUpload decodes every ``image/*`` upload (core/asset_uploads.go
+    ``storeCompletedUpload`` → assets.ProcessAttachmentImageWithConfig); a real one gets its
+    width and height, bytes that are not an image are refused."""
+    bot = world.bot()
+    png = _png(5, 3)
+    a = _upload(bot, world.general_id, "dot.png", png, "image/png")
+    assert (a.get("width"), a.get("height")) == (5, 3)
+    svg = b'<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>'
+    for name, data, ctype in (("fake.png", b"not an image at all", "image/png"), ("chart.svg", svg, "image/svg+xml")):
+        up = _create_upload(bot, world.general_id, name, data, ctype)
+        assert _chunk(bot, up["uploadId"], 0, data)[0] == 200
+        # the decode error has no Chatto error kind: connectapi/errors.go connectInternalError
+        status, e, raw = bot.call("AssetUploadService/CompleteUpload", {"uploadId": up["uploadId"]})
+        assert (status, e) == (500, {"code": "internal", "message": "internal server error"}), (name, raw[:200])
+    # the product declares such a file as a plain file (wire/assets.py upload_content_type)
+    from hermes_chatto.wire.assets import upload_content_type
+
+    assert upload_content_type("image/svg+xml") == "application/octet-stream"
+    a = _upload(bot, world.general_id, "chart.svg", svg, upload_content_type("image/svg+xml"))
+    assert a["contentType"] == "application/octet-stream" and a["filename"] == "chart.svg"
+
+
+def test_upload_needs_message_attach(world):
+    """``authorizeUpload``: room membership and ``message.attach`` (a bot's grants are an
+    allowlist): without it CreateUpload is ``permission_denied``."""
+    world.set_attach(False)
+    try:
+        req = {"roomId": world.general_id, "filename": "x.txt", "size": 1, "sha256": _sha(b"x")}
+        status, e, _ = world.bot().call("AssetUploadService/CreateUpload", req)
+        assert (status, e["code"]) == (403, "permission_denied")
+    finally:
+        world.set_attach(True)
+    _upload(world.bot(), world.general_id, "back.txt", b"attach is back")
+
+
+def test_download_by_signed_url_or_bearer(world):
+    """``GET /assets/files/{id}``: the signed ``?access=`` ticket alone, or the bearer key;
+    a ticket of another asset, a broken ticket or no credential are refused with a JSON
+    ``{"error": …}`` (http_server/assets.go ``resolveStableAttachment``)."""
+    import httpx
+
+    bot = world.bot()
+    data = b"download me\n"
+    a = _upload(bot, world.general_id, "dl.txt", data)
+    b = _upload(bot, world.general_id, "other.txt", b"other")
+    url = _abs(world, a["assetUrl"]["url"])
+    with httpx.Client(timeout=20) as c:
+        r = c.get(url)
+        assert r.status_code == 200 and r.content == data and r.headers["content-type"].startswith("text/plain")
+        assert "no-store" in r.headers.get("cache-control", "") or "private" in r.headers.get("cache-control", "")
+        r = c.get(world.base_url + f"/assets/files/{a['id']}", headers={"Authorization": f"Bearer {world.bot_key}"})
+        assert r.status_code == 200 and r.content == data
+        ticket = b["assetUrl"]["url"].split("access=", 1)[1]  # another asset's ticket
+        r = c.get(world.base_url + f"/assets/files/{a['id']}?access={ticket}")
+        assert r.status_code == 403 and "error" in r.json(), r.text
+        r = c.get(world.base_url + f"/assets/files/{a['id']}?access=garbage")
+        assert r.status_code == 403 and "error" in r.json(), r.text
+        r = c.get(world.base_url + f"/assets/files/{a['id']}")
+        assert r.status_code == 401, (r.status_code, r.text)
+        r = c.get(world.base_url + "/assets/files/A" + "9" * 14, headers={"Authorization": f"Bearer {world.bot_key}"})
+        assert r.status_code == 404 and r.json() == {"error": "Attachment not found"}, r.text
+
+
+def test_attach_rules(world):
+    """CreateMessage.attachment_asset_ids: an empty body with files; the message carries the
+    attachment with a signed URL; an asset is attached once, by its uploader, in its room;
+    at most 10 ids (core/asset_model.go ``validateAssetAttachment``, messages.proto)."""
+    bot, alice = world.bot(), world.alice()
+    a = _upload(bot, world.general_id, "att.txt", b"attached")
+    m = bot.ok(
+        "MessageService/CreateMessage", {"roomId": world.general_id, "body": "", "attachmentAssetIds": [a["id"]]}
+    )
+    att = m["message"]["attachments"]
+    assert [x["id"] for x in att] == [a["id"]] and att[0]["filename"] == "att.txt"
+    assert (
+        att[0]["contentType"] == "text/plain" and _asset_path(att[0]["assetUrl"]["url"]) == f"/assets/files/{a['id']}"
+    )
+    req = {"roomId": world.general_id, "body": "again", "attachmentAssetIds": [a["id"]]}
+    status, e, _ = bot.call("MessageService/CreateMessage", req)
+    assert (status, e["code"], e["message"]) == (400, "failed_precondition", "asset is not available to attach")
+    mine = _upload(bot, world.general_id, "bots.txt", b"the bot's")
+    status, e, _ = alice.call("MessageService/CreateMessage", dict(req, attachmentAssetIds=[mine["id"]]))
+    assert (status, e["code"]) == (400, "failed_precondition")
+    status, e, _ = bot.call(
+        "MessageService/CreateMessage", dict(req, roomId=world.slow_id, attachmentAssetIds=[mine["id"]])
+    )
+    assert (status, e["code"]) == (400, "failed_precondition")
+    status, e, _ = bot.call("MessageService/CreateMessage", dict(req, attachmentAssetIds=[mine["id"]] * 11))
+    assert (status, e["code"]) == (400, "invalid_argument")
+    got = bot.ok("AssetService/GetAsset", {"roomId": world.general_id, "assetId": a["id"]})["asset"]
+    assert got["id"] == a["id"] and _asset_path(got["assetUrl"]["url"]) == f"/assets/files/{a['id']}"
+
+
+# ----------------------------------------------------------------------------- slow mode, edits
+
+
+def test_slow_mode_refuses_posts_and_thread_replies_not_edits(world):
+    """core/message_model.go ``authorizeMessagePost`` / ``slowModeNextPostAt``: a channel post
+    within ``slow_mode_seconds`` of the author's last original post (roots and thread
+    replies alike) is ``resource_exhausted`` "slow mode is active until <RFC 3339 UTC>"
+    (core/errors.go ``SlowModeActiveError``); ``GetRoom`` names the time; an edit is no post."""
+    import re
+    import time
+    from datetime import UTC, datetime
+
+    bot, alice = world.bot(), world.alice()
+    root = post(alice, world.slow_id, "a root before slow mode")
+    world.set_slow_mode(60)
+    try:
+        t0 = time.time()
+        first = post(bot, world.slow_id, "the bot's first post")
+        for extra in ({}, {"threadRootEventId": root["id"]}):
+            status, code, msg = err(
+                bot.call("MessageService/CreateMessage", {"roomId": world.slow_id, "body": "too soon"} | extra)
+            )
+            assert (status, code) == (429, "resource_exhausted"), extra
+            m = re.match(r"^slow mode is active until (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d{1,9})?Z$", msg)
+            assert m, msg
+            deadline = datetime.fromisoformat(m.group(1)).replace(tzinfo=UTC).timestamp()
+            assert 55 <= deadline - t0 <= 62, deadline - t0
+        vs = bot.ok("RoomDirectoryService/GetRoom", {"roomId": world.slow_id})["room"]["viewerState"]
+        assert "slowModeNextPostAt" in vs
+        e = bot.ok("MessageService/UpdateMessage", {"roomId": world.slow_id, "eventId": first["id"], "body": "edited"})
+        assert e["message"]["body"] == "edited" and "updatedAt" in e["message"]
+        post(alice, world.dm_id, "DMs have no slow mode")
+    finally:
+        world.set_slow_mode(0)
+    post(bot, world.slow_id, "slow mode off again")
+
+
+def test_edit_and_delete_rules(world):
+    """UpdateMessage: the author edits (``updated_at`` set) within the 3-hour window
+    (core/errors.go ``MessageEditWindow``; the window itself needs the local server's clock,
+    tests/server); another member needs ``message.manage``: ``permission_denied``, for
+    DeleteMessage too; an unknown event is ``not_found``; an edit may be blank, not too long."""
+    bot, alice = world.bot(), world.alice()
+    m = post(alice, world.general_id, "alice's v1")
+    e = alice.ok("MessageService/UpdateMessage", {"roomId": world.general_id, "eventId": m["id"], "body": "v2"})
+    assert e["message"]["body"] == "v2" and "updatedAt" in e["message"]
+    base = {"roomId": world.general_id, "eventId": m["id"]}
+    assert err(bot.call("MessageService/UpdateMessage", dict(base, body="x")))[:2] == (403, "permission_denied")
+    assert err(bot.call("MessageService/DeleteMessage", base))[:2] == (403, "permission_denied")
+    # an edit's body is checked for length only (core/messages.go EditMessage), not for
+    # visible content as a new message is: a whitespace-only edit is stored
+    assert alice.ok("MessageService/UpdateMessage", dict(base, body="  "))["message"]["body"] == "  "
+    status, code, msg = err(alice.call("MessageService/UpdateMessage", dict(base, body="é" * 5000 + "a")))
+    assert (status, code) == (400, "invalid_argument"), msg
+    unknown = dict(base, eventId="E" + "1" * 14, body="x")
+    assert err(alice.call("MessageService/UpdateMessage", unknown))[:2] == (404, "not_found")
+
+
+# ----------------------------------------------------------------------------- reaction names the product uses
+
+
+def test_every_reaction_name_the_product_uses_is_accepted(world):
+    """The lifecycle defaults (``eyes``, ``white_check_mark``, ``x``) and the approval answers
+    (adapter/approvals.py ``CHOICES``) are gemoji shortcodes the server accepts; a name the
+    configuration rejects (hermes_chatto/emoji.py) is refused by the server with
+    ``invalid_argument`` "unsupported emoji" (core/emoji.go, core/reactions.go)."""
+    from hermes_chatto import emoji
+    from hermes_chatto.adapter.approvals import CHOICES
+
+    bot = world.bot()
+    m = post(world.alice(), world.general_id, "react with everything")
+    base = {"roomId": world.general_id, "messageEventId": m["id"]}
+    names = ["eyes", "white_check_mark", "x", *CHOICES]
+    for name in dict.fromkeys(names):
+        assert emoji.is_shortcode(name), name
+        assert bot.ok("MessageService/AddReaction", dict(base, emoji=name))["added"] is True, name
+    for typo in ("eyes_", "white_check", "thumbs_up", "check"):
+        assert not emoji.is_shortcode(typo), typo
+        assert err(bot.call("MessageService/AddReaction", dict(base, emoji=typo))) == (
+            400,
+            "invalid_argument",
+            "unsupported emoji",
+        ), typo

@@ -85,16 +85,33 @@ async def test_gateway_restart_mid_thread(h: LiveHarness):
 
 
 async def test_ack_reaction_on_the_trigger(h: LiveHarness):
-    """The default ``ack_reaction`` (``eyes``) is a gemoji shortcode the real server accepts
-    (``core/emoji.go``): the trigger carries the bot's reaction."""
-    t = await h.turn("ack", "general", f"@{h.bot_login} please acknowledge this")
-    assert t.replies
+    """Lifecycle reactions (on by default): while the turn runs the trigger carries the bot's
+    👀 (``eyes``, a gemoji shortcode the real server accepts: ``core/emoji.go``); when it ends
+    the 👀 is taken back and ✅ (``white_check_mark``) added."""
+    await h.wait_idle()
+    h.holding_model.hold_next()
+    trig = await h.post("general", f"@{h.bot_login} please acknowledge this")
 
-    async def acked():
-        rs = await reactions_of(h, t.room_id, t.trigger.event_id)
-        return [r for r in rs if r.get("emoji") == "eyes" and h.bot_id in (r.get("previewUserIds") or [])]
+    async def bots() -> set[str]:
+        rs = await reactions_of(h, trig.room_id, trig.event_id)
+        return {r["emoji"] for r in rs if h.bot_id in (r.get("previewUserIds") or [])}
 
-    assert await wait_until(acked, timeout=20, what="the bot's eyes reaction on the trigger")
+    try:
+        await wait_held(h.holding_model)
+        assert await wait_until(lambda: _has(bots(), "eyes"), timeout=20, what="the bot's eyes reaction on the trigger")
+    finally:
+        h.holding_model.release()
+    await h.wait_idle()
+    assert await h.bot_messages_since(trig)
+    await wait_until(lambda: _is(bots(), {"white_check_mark"}), timeout=20, what="✅ only once the turn ended")
+
+
+async def _has(got, name: str) -> bool:
+    return name in await got
+
+
+async def _is(got, want: set[str]) -> bool:
+    return await got == want
 
 
 async def test_typing_indicator_while_the_model_works(h: LiveHarness):

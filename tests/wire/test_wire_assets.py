@@ -165,3 +165,15 @@ async def test_http_errors_are_download_errors():
                 ChattoAttachment(id="A1", url="/assets/files/A1"), room_id="R", max_bytes=0, timeout=5
             )
     assert ei.value.http_status == 500
+
+
+async def test_upload_content_type_sends_images_chatto_cannot_decode_as_plain_files():
+    """Chatto decodes PNG, JPEG, GIF and WebP (cli/internal/assets/images.go); any other
+    ``image/*`` upload fails CompleteUpload with ``internal`` (seen on a real server)."""
+    from hermes_chatto.wire.assets import upload_content_type
+
+    for ok in ("image/png", "image/jpeg", "image/gif", "image/webp", "text/plain", "application/pdf", "audio/ogg"):
+        assert upload_content_type(ok) == ok
+    for bad in ("image/svg+xml", "image/bmp", "image/heic", "image/avif", "IMAGE/TIFF", "", "  "):
+        assert upload_content_type(bad) == "application/octet-stream", bad
+    assert upload_content_type("image/png; charset=binary") == "image/png; charset=binary"
