@@ -443,6 +443,13 @@ def outcome_failed(outcome: Any) -> bool:
     return bool(outcome == ProcessingOutcome.FAILURE)
 
 
+def failure_outcome() -> Any:
+    """``gateway.platforms.base.ProcessingOutcome.FAILURE``."""
+    from gateway.platforms.base import ProcessingOutcome
+
+    return ProcessingOutcome.FAILURE
+
+
 def approval_timeout_s() -> int:
     """Seconds the host waits for an exec approval (``approvals.timeout`` in ``config.yaml``;
     hermes-agent's default is 60), read through the public ``hermes_cli.config``."""

@@ -249,6 +249,10 @@ class DeliveryReport:
     #: Files that could not be attached, ``"name: reason"`` each (a delivery with files;
     #: ``error`` then holds the first failure when no chunk failed).
     failed_uploads: list[str] = field(default_factory=list)
+    #: Set when a thread reply the room refused was posted in the room itself instead
+    #: (``adapter/send.py``): the text put in front of the answer there (``""`` once the
+    #: room's note was shown). ``None``: posted where it was asked to go.
+    flat_note: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -47,6 +47,7 @@ from .boundary import ErrorBoundary
 from .conn import Conn
 from .cursor import CursorKeeper
 from .edits import EditReplacement
+from .failures import FailedTurns
 from .gap import GapRecovery
 from .inbound import Inbound
 from .lifecycle import Lifecycle
@@ -123,6 +124,7 @@ class ChattoAdapter(_Base):
         self.rooms = RoomDirectory(conn)
         self.threads = ThreadIndex(conn)
         self.turns = TurnTracker(self, conn, boundary)
+        self.failures = FailedTurns(conn, self.turns)
         self.orphans = OrphanRescue(self, conn.counters, boundary, self.handle_message)
         self.inbound = Inbound(self, conn, self.rooms, self.threads, self.turns, boundary, self.orphans)
         # late-bound: a test may replace Inbound.on_new_message after the adapter is built
@@ -272,6 +274,7 @@ class ChattoAdapter(_Base):
         """Forget the turn; the done / failed reaction (see :class:`LifecycleReactions`). A
         turn replaced by an edit hands over to its replacement here."""
         with self.boundary.guard("on_processing_complete"):
+            outcome = self.failures.outcome_for(event, outcome)  # the host's SUCCESS of a failed turn
             key, drained = self.turns.released(event)
             if self.edits.is_stale(key, event):
                 assert key is not None
@@ -396,9 +399,12 @@ class ChattoAdapter(_Base):
         if self.edits and self.edits.stale_send(chat_id, root):
             logger.info("Chatto: dropped output of a turn replaced by an edit")
             return compat.send_result(success=True)
+        repeat = self.failures.repeated(chat_id, content, root, reply_to)  # see adapter/failures.py
+        if repeat is not None:
+            return repeat
         session_key, turn_trigger = self.turns.send_owner(chat_id, root, reply_to)
         if self.streams.is_stream_send(metadata):
-            return await self.streams.open(
+            result = await self.streams.open(
                 chat_id,
                 content,
                 root=root,
@@ -406,10 +412,13 @@ class ChattoAdapter(_Base):
                 turn_trigger=turn_trigger,
                 final=bool((metadata or {}).get("notify")),
             )
-        report = await self.deliver(
-            chat_id, content, thread_root_event_id=root, session_key=session_key, turn_trigger=turn_trigger
-        )
-        return send_result_from_report(report)
+        else:
+            report = await self.deliver(
+                chat_id, content, thread_root_event_id=root, session_key=session_key, turn_trigger=turn_trigger
+            )
+            result = send_result_from_report(report)
+        self.failures.posted(chat_id, content, root, reply_to, result)
+        return result
 
     # -- attachments: every media call is one post through the send path (adapter/uploads.py)
 

@@ -372,6 +372,7 @@ class SendPath:
                 on_sent=lambda i: self._threads.note_posted(i, ""),
             )
             if flat.ok:
+                flat.flat_note = note
                 self._noted_rooms.add(chat_id)
                 self._warn(room or chat_id, chat_id, perm, "Answered in the channel itself instead.")
                 return flat

@@ -63,7 +63,7 @@ Deliver = Callable[..., Awaitable[DeliveryReport]]
 class Stream:
     """One streamed answer on screen. ``ids``/``shown``: its messages, oldest first, and
     the body each shows; ``text``: the newest full text the host gave; ``final``: the
-    layout is the final split of ``text``; ``frozen``: an edit failed, stop editing."""
+    layout is the final split of ``note + text``; ``frozen``: an edit failed, stop editing."""
 
     chat_id: str
     root: str
@@ -74,6 +74,9 @@ class Stream:
     text: str = ""
     final: bool = False
     frozen: bool = False
+    #: In front of the answer in its first message: the send path's note when the room
+    #: refused the thread reply and the stream moved to the room itself (``root`` then "").
+    note: str = ""
 
 
 def preview_of(text: str, limit_bytes: int = DEFAULT_CHUNK_BYTES) -> str:
@@ -139,7 +142,7 @@ class StreamingReplies:
             return await self._finalize(s, content)
         s.text = content
         if not s.frozen and s.ids:
-            await self._edit_at(s, 0, preview_of(content))
+            await self._edit_at(s, 0, preview_of(s.note + content))
         return compat.send_result(success=True, message_id=s.ids[0] if s.ids else message_id)
 
     async def _finalize(self, s: Stream, content: str) -> Any:
@@ -147,7 +150,7 @@ class StreamingReplies:
             self._conn.counters["stream_final_noop"] += 1
             return self._result(s)
         s.text, s.final = content, True
-        chunks = split_body(content)
+        chunks = split_body(s.note + content)
         i = 0
         while i < min(len(chunks), len(s.ids)) and not s.frozen:
             if not await self._edit_at(s, i, chunks[i]):
@@ -231,6 +234,11 @@ class StreamingReplies:
             session_key=s.session_key,
             turn_trigger=s.turn_trigger,
         )
+        if report.flat_note is not None and s.root and not s.ids:
+            # the room refused the thread reply: the send path posted it in the room itself
+            # (its note in front); the rest of the stream goes there and keeps the note
+            s.root, s.note = "", report.flat_note
+            text = s.note + text
         self._adopt(s, text, report)
         return report
 

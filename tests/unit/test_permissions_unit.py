@@ -167,3 +167,36 @@ def test_refused_reaction_warned_once_per_room(caplog, monkeypatch):
     warns = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert client.calls == 3 and len(warns) == 1
     assert "message.react" in warns[0] and "#general (R1)" in warns[0] and "Fix: grant" in warns[0]
+
+
+def test_streamed_answer_refused_in_thread_keeps_the_note_through_its_edits():
+    """Streaming on: the preview goes to the channel with the note in front, and the
+    preview edits and the final edit keep it (they used to edit it away)."""
+    from hermes_chatto.adapter.streaming import StreamingReplies
+
+    class Editable(Client):
+        def __init__(self):
+            super().__init__()
+            self.bodies = {}
+
+        async def create_message(self, room_id, body, **kw):
+            m = await super().create_message(room_id, body, **kw)
+            self.bodies[m.event_id] = body
+            return m
+
+        async def update_message(self, room_id, event_id, body):
+            self.bodies[event_id] = body
+
+    client = Editable()
+    path = _path(client, SeenSet(100))
+    streams = StreamingReplies(path._conn, path.deliver)
+
+    async def run():
+        first = await streams.open("R1", "partial", root="Eroot", session_key="S", turn_trigger="Et", final=False)
+        await streams.edit(first.message_id, "partial answer", finalize=False)
+        final = await streams.edit(first.message_id, "partial answer, done", finalize=True)
+        return first, final
+
+    first, final = asyncio.run(run())
+    assert first.success and final.success and final.message_id == first.message_id
+    assert client.bodies == {first.message_id: THREAD_FALLBACK_NOTE + "partial answer, done"}
