@@ -201,7 +201,7 @@ def mentions(body: str | None, login: str) -> bool:
 # context and decision
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # read-only by convention; not frozen: see wire/events.py
 class IngressContext:
     """What the pipeline needs to know besides the message (plain values).
 
@@ -225,7 +225,7 @@ class IngressContext:
     allow_bots: str = ALLOW_BOTS_NONE
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # read-only by convention; not frozen: see wire/events.py
 class IngressDecision:
     """Dispatch or drop, with the source fields for ``adapter.build_source``.
 
