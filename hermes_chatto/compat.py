@@ -98,17 +98,27 @@ def make_event(**kw: Any):
     class object, e.g. after a reload, is looked up again). This is on the ingest hot path
     (``bench/p3_ingest_cost.py``): the class comes from ``sys.modules`` once the module is
     loaded (an ``import`` statement per call cost more than building the event), and the
-    keywords are trimmed only when some are unknown to this host."""
+    names to drop are worked out once per (class, keyword names in call order)."""
     mod = sys.modules.get("gateway.platforms.base")
     if mod is None:
         from gateway.platforms.base import MessageEvent
     else:
         MessageEvent = mod.MessageEvent
-    names = _field_names(MessageEvent)
-    if not names.issuperset(kw):
-        for k in kw.keys() - names:  # kw is this call's own dict: safe to trim
-            del kw[k]
+    key = (MessageEvent, tuple(kw))
+    drop = _EVENT_DROP.get(key)
+    if drop is None:
+        names = _field_names(MessageEvent)
+        drop = tuple(k for k in kw if k not in names)
+        if len(_EVENT_DROP) >= 64:  # a handful of call sites: bound it anyway
+            _EVENT_DROP.clear()
+        _EVENT_DROP[key] = drop
+    for k in drop:  # kw is this call's own dict: safe to trim
+        del kw[k]
     return MessageEvent(**kw)
+
+
+#: ``(MessageEvent class, keyword names in call order)`` → the names this host lacks.
+_EVENT_DROP: dict[tuple[type, tuple[str, ...]], tuple[str, ...]] = {}
 
 
 def _event_key(adapter: Any, source: Any) -> str | None:

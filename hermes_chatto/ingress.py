@@ -201,7 +201,7 @@ def mentions(body: str | None, login: str) -> bool:
 # context and decision
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # read-only by convention; not frozen: see wire/events.py
 class IngressContext:
     """What the pipeline needs to know besides the message (plain values).
 
@@ -225,7 +225,7 @@ class IngressContext:
     allow_bots: str = ALLOW_BOTS_NONE
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # read-only by convention; not frozen: see wire/events.py
 class IngressDecision:
     """Dispatch or drop, with the source fields for ``adapter.build_source``.
 
@@ -334,19 +334,19 @@ def decide(
         return _drop("other_bot", msg)
     chat_type, chat_id, thread_id, starts = route(msg, ctx)
     author = msg.author
-    return IngressDecision(
+    return IngressDecision(  # positional (field order): cheaper than keywords on the ingest path
         True,
         reason,
-        chat_type=chat_type,
-        chat_id=chat_id,
-        chat_name=ctx.room_name or None,
-        thread_id=thread_id,
-        user_id=msg.author_id,
-        user_name=(author.label if author is not None else msg.author_id),
-        is_bot=bool(author.is_bot) if author is not None else False,
-        text=msg.body or "",
-        message_id=msg.event_id,
-        starts_thread=starts,
+        chat_type,
+        chat_id,
+        ctx.room_name or None,
+        thread_id,
+        msg.author_id,
+        (author.label if author is not None else msg.author_id),
+        bool(author.is_bot) if author is not None else False,
+        msg.body or "",
+        msg.event_id,
+        starts,
     )
 
 

@@ -4,6 +4,12 @@
 One server frame becomes zero or more events, in operation order. Each event
 carries ``projection_id`` (the enclosing ``RealtimeProjectionEvent.id``) and
 ``resume_cursor`` (``None`` for synthetic catch-up events) where applicable.
+
+The events are read-only values by convention (equality and hash over all fields, as a
+frozen dataclass has), but not ``frozen=True``: a frozen slots dataclass's ``__init__`` sets
+each field through ``object.__setattr__``, about ten times the cost of a plain slot store,
+and several events are built for every realtime frame (``bench/p3_ingest_cost.py``). Never
+assign to an event's field; build a new one (``dataclasses.replace``).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from dataclasses import dataclass, field
 from .types import ChattoMessage, ChattoRoom, ChattoUser, ThreadKey
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class NewMessage:
     """A message was posted (root or thread reply; live or replayed).
 
@@ -30,7 +36,7 @@ class NewMessage:
     users: Mapping[str, ChattoUser] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class MessageEdited:
     """A known message's ``updated_at`` changed. ``projection_id`` is the edit fact's id."""
 
@@ -40,7 +46,7 @@ class MessageEdited:
     resume_cursor: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class MessageDeleted:
     """A message became a tombstone (``deleted_at`` set)."""
 
@@ -49,7 +55,7 @@ class MessageDeleted:
     resume_cursor: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ReactionChanged:
     """``reaction_change`` on an upsert: ``emoji`` is a gemoji shortcode."""
 
@@ -61,7 +67,7 @@ class ReactionChanged:
     projection_id: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Typing:
     """Transient ``user_typing`` envelope (``user_id`` = envelope ``actor_id``)."""
 
@@ -70,7 +76,7 @@ class Typing:
     user_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class RoomUpdated:
     """``room_upsert`` / ``room_viewer_state_replace``: room metadata or membership.
 
@@ -82,13 +88,13 @@ class RoomUpdated:
     projection_id: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class RoomRemoved:
     room_id: str
     projection_id: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class RoomActivity:
     """``room_activity``: a root message happened in ``room_id``. For unretained rooms
     this is the only signal; ``projection_id`` is then the new message's event id
@@ -101,7 +107,7 @@ class RoomActivity:
     resume_cursor: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class TimelineReplaced:
     """``room_timeline_replace``: the latest room-timeline rows (no thread replies) of a
     retained room, as sent after a reset; history, not new messages."""
@@ -111,7 +117,7 @@ class TimelineReplaced:
     event_cursors: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ViewerUpdated:
     """``viewer_upsert``: the bot's own user (``user.profile``) and server permissions."""
 
@@ -119,26 +125,26 @@ class ViewerUpdated:
     permissions: Mapping[str, bool] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class UserUpdated:
     user: ChattoUser
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ProjectionReset:
     """``reset`` operation: the client projection starts over (catch-up reset path)."""
 
     projection_id: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class CaughtUp:
     """``caught_up``: everything after is live. ``cursor`` is a resume cursor."""
 
     cursor: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class CursorAdvanced:
     """A projection event carried a ``resume_cursor`` (emitted once per projection event,
     after its other events, so the cursor is stored only when they were processed)."""
@@ -147,7 +153,7 @@ class CursorAdvanced:
     projection_id: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Ignored:
     """Something deliberately not acted on; ``reason`` is a short stable slug such as
     ``echo_row``, ``thread_root_refresh``, ``summary_refresh``, ``unknown_operation``,
@@ -157,7 +163,7 @@ class Ignored:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class FollowedThreadsChanged:
     """``thread_viewer_states_replace``: the viewer's followed threads changed (Chatto sends
     the full list). ``threads`` = ``(thread, has_unread)`` of the followed threads **in
@@ -176,7 +182,7 @@ class FollowedThreadsChanged:
     room_id: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class MessageNotice:
     """One notification occurrence that points at a message (``NotificationSignal`` kinds
     ``direct_mention_received``, ``reply_received``, ``followed_thread_activity``, …;
@@ -191,7 +197,7 @@ class MessageNotice:
     created_at: float | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class NotificationsReplaced:
     """``notification_occurrences_replace``: the viewer's current occurrence page (newest
     first), the message-bound ones as :class:`MessageNotice`."""

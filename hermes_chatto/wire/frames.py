@@ -187,8 +187,12 @@ _MISSING = object()
 _EditStamp = tuple[int, int] | None
 
 #: Per-projection-event scratch shared by the operation handlers: ``"roots"`` = thread roots
-#: of replies new in this event (so the root's refreshed upsert is ``thread_root_refresh``).
+#: of replies new in this event (so the root's refreshed upsert is ``thread_root_refresh``);
+#: ``"rows"`` present (always :data:`_ROWS_SEEN`) once a ``room_activity`` or timeline row
+#: operation was handled (so :func:`_lone_unretained_room` would answer ``""``).
 _OpContext = dict[str, set[str]]
+#: The ``"rows"`` marker of :data:`_OpContext`; never mutated.
+_ROWS_SEEN: set[str] = set()
 
 _OpHandler = Callable[
     [pb.RealtimeProjectionOperation, pb.RealtimeProjectionEvent, str, str | None, _OpContext], RealtimeEvent
@@ -297,6 +301,40 @@ def _msg(m: pb.Message, users: Mapping[str, ChattoUser]) -> ChattoMessage:
         m.thread_root_event_id,
         m.in_reply_to,
         m.echo_of_event_id,
+        m.echo_from_thread_root_event_id,
+        m.channel_echo_event_id,
+        m.thread.reply_count if has_thread else 0,
+        has_thread,
+        tuple([a.filename for a in atts]) if len(atts) else (),
+        users.get(actor) if users else None,
+        tuple([attachment_from_pb(a) for a in atts]) if len(atts) else (),
+    )
+
+
+def _posted(m: pb.Message, mid: str, edited: _EditStamp, users: Mapping[str, ChattoUser]) -> ChattoMessage:
+    """:func:`_msg` for the row of a new message, once :meth:`Classifier._upsert` has read
+    its id (``mid``) and ``updated_at`` (``edited``) and knows that ``deleted_at`` and
+    ``echo_of_event_id`` are unset: the same :class:`ChattoMessage`, without reading those
+    four fields again (every read of a protobuf field is a C call, and most build a ``str``)."""
+    has_thread = m.HasField("thread")
+    actor = m.actor_id
+    body: str | None = m.body
+    if not body and not m.HasField("body"):
+        body = None
+    c = m.created_at
+    s, n = c.seconds, c.nanos
+    atts = m.attachments
+    return ChattoMessage(
+        mid,
+        m.room_id,
+        actor,
+        body,
+        s + n / 1e9 if s or n else None,
+        edited[0] + edited[1] / 1e9 if edited is not None and (edited[0] or edited[1]) else None,
+        None,
+        m.thread_root_event_id,
+        m.in_reply_to,
+        "",
         m.echo_from_thread_root_event_id,
         m.channel_echo_event_id,
         m.thread.reply_count if has_thread else 0,
@@ -440,6 +478,7 @@ class Classifier:
         cursor: str | None,
         ctx: _OpContext,
     ) -> RealtimeEvent:
+        ctx["rows"] = _ROWS_SEEN
         up = op.room_timeline_event_upsert
         ev = up.event
         if ev.WhichOneof("event") != "message_posted":
@@ -473,7 +512,7 @@ class Classifier:
             if m.echo_of_event_id:
                 return Ignored("echo_row", mid)
             users = _users(up.includes)
-            msg = _msg(m, users)
+            msg = _posted(m, mid, key, users)
             root = msg.thread_root_event_id
             if root:
                 roots = ctx.get("roots")
@@ -533,6 +572,7 @@ class Classifier:
         cursor: str | None,
         ctx: _OpContext,
     ) -> RealtimeEvent:
+        ctx["rows"] = _ROWS_SEEN
         return RoomActivity(op.room_activity.room_id, pid, pe.actor_id, cursor)
 
     def _room_upsert(
@@ -564,6 +604,7 @@ class Classifier:
         cursor: str | None,
         ctx: _OpContext,
     ) -> RealtimeEvent:
+        ctx["rows"] = _ROWS_SEEN
         rep = op.room_timeline_replace
         page = rep.page
         users = _users(page.includes)
@@ -635,7 +676,8 @@ class Classifier:
         cursor: str | None,
         ctx: _OpContext,
     ) -> RealtimeEvent:
-        room = _lone_unretained_room(pe)
+        # An earlier activity or row operation already rules a lone unretained room out.
+        room = "" if "rows" in ctx else _lone_unretained_room(pe)
         if not room:  # the list can be long; nobody reads it unless it names an unstreamed reply
             return FollowedThreadsChanged((), pid, pe.actor_id, "")
         threads = tuple(

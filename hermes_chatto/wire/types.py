@@ -145,7 +145,7 @@ class ThreadKey(NamedTuple):
     root_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # read-only by convention; not frozen: see wire/events.py
 class ChattoMessage:
     """One message (proto ``chatto.api.v1.Message``, ``message_types.proto``).
 

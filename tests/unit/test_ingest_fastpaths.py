@@ -756,3 +756,46 @@ def test_make_event_equals_filtered_constructor(monkeypatch):
 
     monkeypatch.setattr(base, "MessageEvent", OtherEvent)
     assert compat.make_event(**kw) == OtherEvent(text="hi", user_id="U1")
+
+
+def test_followed_threads_lone_room_in_every_operation_order():
+    """``thread_viewer_states_replace`` skips its walk once an earlier activity or row
+    operation ruled a lone unretained room out; in every order of the operations (the marker
+    set before, after, or never) the result is the reference's."""
+    fac = FrameFactory(seed=5, n_templates=24)
+    base = next(
+        pb.RealtimeServerFrame.FromString(d)
+        for d, *_ in fac.frames(400, seed=9)
+        if any(
+            op.WhichOneof("operation") == "thread_viewer_states_replace"
+            for op in pb.RealtimeServerFrame.FromString(d).projection_event.operations
+        )
+    )
+    ops = list(base.projection_event.operations)
+    by_name = {op.WhichOneof("operation"): op for op in ops}
+    states, viewer = by_name["thread_viewer_states_replace"], by_name["room_viewer_state_replace"]
+    rows = [op for op in ops if op.WhichOneof("operation") in ("room_activity", "room_timeline_event_upsert")]
+    assert rows
+    orders = [
+        [viewer, states],
+        [states, viewer],
+        [viewer, states, *rows],
+        [*rows, viewer, states],
+        [viewer, rows[0], states],
+    ]
+    frames = []
+    for order in orders:
+        f = pb.RealtimeServerFrame()
+        f.CopyFrom(base)
+        del f.projection_event.operations[:]
+        for op in order:
+            f.projection_event.operations.add().CopyFrom(op)
+        frames.append(f.SerializeToString())
+    assert _assert_same_classification(frames, bot=fac.bot[0]) == len(frames)
+    lone = [
+        ev.room_id
+        for data in frames
+        for ev in Classifier(bot_user_id=fac.bot[0]).classify(decode_server_frame(data))
+        if type(ev) is E.FollowedThreadsChanged
+    ]
+    assert lone[0] and lone[1] and not any(lone[2:])  # the lone room only without row operations
