@@ -80,8 +80,8 @@ REALTIME_TIMEOUT = 35.0
 PROJECTION_CAPABILITY = "chatto.realtime.projection.v1"
 
 FIX_KEY = (
-    "rotate the key in Chatto (bot settings → rotate API key) and update CHATTO_BOT_KEY in "
-    "the profile's .env (hermes gateway setup does both)"
+    "rotate the key in Chatto (bot settings → rotate API key), then save the new key: "
+    "`hermes chatto setup` checks and writes it, or set CHATTO_BOT_KEY in the profile's .env"
 )
 FIX_UPGRADE = "upgrade the Chatto server to ≥ 0.5.0 (bot accounts and realtime protocol 2)"
 FIX_URL = (
@@ -433,6 +433,26 @@ def _elapsed(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000.0, 1)
 
 
+def config_error_fix(err: ChattoConfigError) -> str:
+    """The fix for a setting that does not load, naming where each bad setting lives: the
+    setup wizard only for the URL and the key (the two it writes), the profile's ``.env`` /
+    ``config.yaml`` key for everything else."""
+    fixes: list[str] = []
+    for p in err.problems:
+        if p.attribute in ("url", "bot_key"):
+            fix = "run `hermes chatto setup` (it checks and writes the URL and the bot key)"
+        elif p.attribute:
+            fix = (
+                f"correct {p.env} in the profile's .env or {YAML_PREFIX}.{p.yaml_key} in "
+                "config.yaml (allowed values: the settings table in the README)"
+            )
+        else:
+            continue
+        if fix not in fixes:
+            fixes.append(fix)
+    return "; ".join(fixes) or "fix the setting named above"
+
+
 def _config_check(
     settings_error: ChattoConfigError | None,
     settings: ChattoSettings | None,
@@ -445,7 +465,7 @@ def _config_check(
                 "configuration",
                 FAIL,
                 str(settings_error),
-                "fix the setting named above (hermes gateway setup writes URL and key)",
+                config_error_fix(settings_error),
             )
         ]
     assert settings is not None

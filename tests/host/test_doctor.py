@@ -409,3 +409,28 @@ def test_plain_http_hint_only_for_https_and_the_tls_mismatch():
     assert plain_http_hint("http://h:1", err) == ""
     assert plain_http_hint("https://h:1", "ConnectError: [Errno 111] Connection refused") == ""
     assert plain_http_hint("https://h:1", "[SSL: CERTIFICATE_VERIFY_FAILED]") == ""
+
+
+async def test_each_config_error_hint_names_its_own_fix(srv, home):
+    """A bad reaction name is fixed where it is set, not by the wizard (which writes only the
+    URL and the key); a bad URL is the wizard's job."""
+    from hermes_chatto.doctor import FAIL, run_doctor
+
+    _configure(home, srv)
+    report = await run_doctor(environ={"CHATTO_ACK_REACTION": "eyse"})
+    c = _by_name(report)["configuration"]
+    assert c.status == FAIL and "ack_reaction" in c.detail
+    assert "CHATTO_ACK_REACTION" in c.fix and "platforms.chatto.extra.ack_reaction" in c.fix
+    assert "setup" not in c.fix
+    report = await run_doctor(environ={"CHATTO_URL": "ftp://nowhere"})
+    c = _by_name(report)["configuration"]
+    assert c.status == FAIL and "hermes chatto setup" in c.fix
+
+
+async def test_rejected_key_hint_does_not_promise_the_wizard_rotates(srv, home):
+    from hermes_chatto.doctor import run_doctor
+
+    _configure(home, srv)
+    srv.rotate_key(srv.bot_id)
+    c = _by_name(await run_doctor(environ={}))["bot key"]
+    assert "does both" not in c.fix and "hermes chatto setup" in c.fix
