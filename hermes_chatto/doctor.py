@@ -59,10 +59,12 @@ from hermes_chatto.config import (
     YAML_PREFIX,
     ChattoConfigError,
     ChattoSettings,
+    describe_unknown_key,
     load_settings,
     parse_bool,
     redact,
     resolve_room_refs,
+    unknown_extra_keys,
     yaml_extra,
 )
 
@@ -506,6 +508,20 @@ def _config_check(
     return out
 
 
+def _unknown_keys_check(extra: dict[str, Any]) -> list[Check]:
+    """WARN for keys under ``platforms.chatto.extra`` that nothing reads (a misspelling is
+    otherwise silently ignored), each with its did-you-mean."""
+    unknown = unknown_extra_keys(extra)
+    if not unknown:
+        return []
+    detail = "; ".join(describe_unknown_key(k, s) for k, s in unknown)
+    renames = [f"{k} → {s}" for k, s in unknown if s]
+    fix = "in config.yaml, " + (f"rename {', '.join(renames)}" if renames else "delete the key")
+    if renames and len(renames) < len(unknown):
+        fix += "; delete the others"
+    return [Check("configuration keys", WARN, detail, fix)]
+
+
 def _auth_check(settings: ChattoSettings, origins: dict[str, str], extra: dict[str, Any]) -> Check:
     def env_bool(name: str) -> bool:
         try:
@@ -684,6 +700,7 @@ def _profile_checks(
     else:
         report.hermes_home = str(compat.hermes_home())
     report.checks += _config_check(err, settings, origins, extra)
+    report.checks += _unknown_keys_check(extra)
     if settings is not None and settings.configured and auth is not None:
         report.checks.append(auth)
     return settings

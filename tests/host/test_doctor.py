@@ -434,3 +434,17 @@ async def test_rejected_key_hint_does_not_promise_the_wizard_rotates(srv, home):
     srv.rotate_key(srv.bot_id)
     c = _by_name(await run_doctor(environ={}))["bot key"]
     assert "does both" not in c.fix and "hermes chatto setup" in c.fix
+
+
+async def test_misspelled_config_keys_are_a_doctor_warning(srv, home):
+    from hermes_chatto.doctor import WARN, run_doctor
+
+    _configure(home, srv)
+    cfg = yaml.safe_load((home / "config.yaml").read_text())
+    cfg["platforms"]["chatto"]["extra"]["requre_mention"] = False
+    (home / "config.yaml").write_text(yaml.safe_dump(cfg))
+    report = await run_doctor(environ={})
+    c = _by_name(report)["configuration keys"]
+    assert c.status == WARN and "requre_mention" in c.detail and "did you mean require_mention?" in c.detail
+    assert "rename requre_mention → require_mention" in c.fix
+    assert report.exit_code == 0
