@@ -532,6 +532,10 @@ def test_docs_settings_table_is_generated_from_the_model():
 
     doc = REPO / "docs" / "settings-table.md"
     assert doc.read_text(encoding="utf-8") == settings_table_markdown()
+    # README carries the same table (a fresh user reads that copy): it must not drift either.
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert settings_table_markdown().rstrip("\n") in readme
+    assert readme.count("Kinds are parsed the same way") == 1
 
 
 def test_url_with_api_path_suggests_the_base_url():
