@@ -215,6 +215,34 @@ def _setting_envs() -> list[str]:
     return [row[1] for row in SETTINGS_TABLE] + ["GATEWAY_ALLOWED_USERS", "GATEWAY_ALLOW_ALL_USERS"]
 
 
+#: Linux's copy of the environment the process was started with (``execve``'s ``envp``):
+#: later ``os.environ`` changes, such as Hermes' ``load_hermes_dotenv(override=True)`` at
+#: ``hermes_cli.main`` import, do not reach it.
+_LAUNCH_ENVIRON = "/proc/self/environ"
+
+
+#: The origin of a value the command line set although the profile's .env sets another.
+ENV_OVER_FILE = "environment, over the .env's value (only this check uses it: `hermes gateway run` uses the .env's)"
+
+
+def launch_environ() -> dict[str, str]:
+    """The process's environment as it was at start (NUL-separated ``NAME=value`` records
+    of ``/proc/self/environ``, decoded as UTF-8 with replacement); ``dict(os.environ)`` where
+    that file cannot be read (not Linux). Under ``hermes …``, ``os.environ`` already holds
+    the profile's ``.env`` values, so only this copy still knows what the command line set.
+    """
+    try:
+        raw = Path(_LAUNCH_ENVIRON).read_bytes()
+    except OSError:
+        return dict(os.environ)
+    env: dict[str, str] = {}
+    for record in raw.split(b"\0"):
+        name, sep, value = record.partition(b"=")
+        if sep and name:
+            env[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+    return env
+
+
 @contextlib.contextmanager
 def profile_scope(
     home: str | os.PathLike | None = None, *, environ: Mapping[str, str] | None = None
@@ -223,7 +251,8 @@ def profile_scope(
     (``hermes_constants.set_hermes_home_override`` + ``agent.secret_scope.set_secret_scope``
     of ``<home>/.env``), with ``CHATTO_*`` values from ``environ`` (default
     ``os.environ``) overriding the file. Yields ``{env name: "environment"|".env"}`` — where
-    each set Chatto variable came from. Without Hermes installed it yields ``{}`` and
+    each set Chatto variable came from (:data:`ENV_OVER_FILE` when the environment's value
+    replaced a different one of the ``.env``). Without Hermes installed it yields ``{}`` and
     ``compat.get_secret`` reads the process environment.
     """
     env: Mapping[str, str] = os.environ if environ is None else environ
@@ -238,8 +267,9 @@ def profile_scope(
     origins = {k: ".env" for k in _setting_envs() if scope.get(k) not in (None, "")}
     for name in _setting_envs():
         if name in env and env[name] != scope.get(name):
+            over_file = scope.get(name) not in (None, "")
             scope[name] = env[name]
-            origins[name] = "environment"
+            origins[name] = ENV_OVER_FILE if over_file else "environment"
     # Keep everything else the gateway would see for this profile (other platforms' keys
     # are irrelevant here, but the scope must be authoritative for the Chatto names).
     h = set_hermes_home_override(str(home_path))
@@ -916,7 +946,11 @@ def run(
     timeout: float = REALTIME_TIMEOUT,
     out: Callable[[str], None] = print,
 ) -> int:
-    """Run the doctor synchronously, print text or JSON through ``out``; return the exit code."""
-    report = asyncio.run(run_doctor(home=home, realtime_timeout=timeout))
+    """Run the doctor synchronously, print text or JSON through ``out``; return the exit code.
+
+    Values set on the command line (``CHATTO_URL=… hermes chatto doctor``) are read from the
+    process's launch environment (:func:`launch_environ`): the ``hermes`` command loads the
+    profile's ``.env`` over ``os.environ`` before the plugin runs."""
+    report = asyncio.run(run_doctor(home=home, environ=launch_environ(), realtime_timeout=timeout))
     out(report.to_json() if argv_json else report.render_text())
     return report.exit_code

@@ -448,3 +448,37 @@ async def test_misspelled_config_keys_are_a_doctor_warning(srv, home):
     assert c.status == WARN and "requre_mention" in c.detail and "did you mean require_mention?" in c.detail
     assert "rename requre_mention → require_mention" in c.fix
     assert report.exit_code == 0
+
+
+def test_hermes_chatto_doctor_honours_a_value_set_on_the_command_line(srv, home):
+    """Fresh-user report: ``CHATTO_URL=… hermes chatto doctor`` checked the .env's server,
+    because the ``hermes`` command loads the profile's .env over the environment first."""
+    import socket
+    import subprocess
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"  # closed once the block ends
+    key = srv.bot_key
+    (home / ".env").write_text(f"CHATTO_URL={srv.base_url}\nCHATTO_BOT_KEY={key}\nCHATTO_ALLOW_ALL_USERS=true\n")
+    (home / "config.yaml").write_text(
+        yaml.safe_dump({"plugins": {"enabled": ["chatto"]}, "platforms": {"chatto": {"enabled": True}}})
+    )
+    hermes = str(Path(sys.executable).parent / "hermes")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHATTO_")}
+    env.update(HERMES_HOME=str(home), CHATTO_URL=dead)
+    p = subprocess.run(
+        [hermes, "chatto", "doctor", "--json", "--timeout", "5"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    data = json.loads(p.stdout[p.stdout.index("{") :])
+    checks = {c["name"]: c for c in data["checks"]}
+    assert checks["server"]["status"] == "fail" and dead in checks["server"]["detail"], checks
+    detail = checks["configuration"]["detail"]
+    assert f"url {dead}" in detail and "CHATTO_URL from the environment, over the .env's value" in detail
+    assert "hermes gateway run` uses the .env's" in detail
+    assert key not in p.stdout + p.stderr
