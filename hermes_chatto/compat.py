@@ -71,6 +71,22 @@ def scope_key() -> str:
     return os.path.normcase(str(hermes_home().expanduser().resolve()))
 
 
+def acquire_scoped_lock(scope: str, identity: str, metadata: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
+    """``gateway.status.acquire_scoped_lock`` (public, 0.19.0): Hermes' machine-local lock of
+    one external identity (the file stores a SHA-256 prefix of ``identity``, the PID and
+    ``metadata``). Returns ``(acquired, existing record or None)``; re-entrant for this PID."""
+    from gateway.status import acquire_scoped_lock as acquire
+
+    return acquire(scope, identity, metadata=metadata)
+
+
+def release_scoped_lock(scope: str, identity: str) -> None:
+    """``gateway.status.release_scoped_lock`` (public, 0.19.0); only this PID's lock."""
+    from gateway.status import release_scoped_lock as release
+
+    release(scope, identity)
+
+
 def platform_entry_fields() -> set[str]:
     """Field names of ``gateway.platform_registry.PlatformEntry`` on this host."""
     from gateway.platform_registry import PlatformEntry

@@ -30,6 +30,7 @@ This module also holds the host hooks the plugin registers (``is_connected``,
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import logging
@@ -47,6 +48,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from hermes_chatto import compat, emoji
+from hermes_chatto.bounded import BoundedSet
 from hermes_chatto.logs import LOGGER_ROOT, get_logger
 
 logger = get_logger("hermes_chatto.config")
@@ -782,6 +784,76 @@ def _fingerprint(obj: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+#: Keys hermes-agent 0.19.0 itself reads from any platform's ``extra`` or bridges into it
+#: from ``platforms.<name>.*`` (gateway/run.py, gateway/config.py ``bridged[...]``): not the
+#: plugin's, but not misspellings either. Keys starting with
+#: ``_`` are the host's bookkeeping (``_enabled_explicit``).
+HOST_EXTRA_KEYS = frozenset(
+    {
+        "allow_admin_from",
+        "allow_from",
+        "allowed_chats",
+        "allowed_topics",
+        "channel_prompts",
+        "channel_skill_bindings",
+        "cron_continuable_surface",
+        "disable_topic_auto_rename",
+        "dm_allow_from",
+        "dm_policy",
+        "exclusive_bot_mentions",
+        "free_response_channels",
+        "gateway_restart_notification",
+        "group_allow_admin_from",
+        "group_allow_from",
+        "group_allowed_chats",
+        "group_policy",
+        "group_sessions_per_user",
+        "group_user_allowed_commands",
+        "mention_patterns",
+        "notice_delivery",
+        "observe_unmentioned_group_messages",
+        "reply_prefix",
+        "thread_sessions_per_user",
+        "typing_indicator",
+        "typing_status_text",
+        "unauthorized_dm_behavior",
+        "user_allowed_commands",
+    }
+)
+#: ``(scope key, yaml key)`` pairs already warned about: one WARNING per key per profile.
+_WARNED_KEYS: BoundedSet[tuple[str, str]] = BoundedSet(256)
+
+
+def unknown_extra_keys(extra: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """Keys of ``platforms.chatto.extra`` that no setting (and no host feature) reads, each
+    with the closest setting's YAML key (``difflib``, cutoff 0.75) or ``None``; in the order
+    given. A misspelled key is otherwise silently ignored."""
+    known = [row[2] for row in SETTINGS_TABLE]
+    out: list[tuple[str, str | None]] = []
+    for key in extra:
+        k = str(key)
+        if k in known or k in HOST_EXTRA_KEYS or k.startswith("_"):
+            continue
+        close = difflib.get_close_matches(k, known, n=1, cutoff=0.75)
+        out.append((k, close[0] if close else None))
+    return out
+
+
+def describe_unknown_key(key: str, suggestion: str | None) -> str:
+    """``"unknown key platforms.chatto.extra.ack_reacton (did you mean ack_reaction?)"``."""
+    hint = f" (did you mean {suggestion}?)" if suggestion else " (no Chatto setting has that name)"
+    return f"unknown key {YAML_PREFIX}.{key} is ignored{hint}"
+
+
+def _warn_unknown_keys(extra: Mapping[str, Any]) -> None:
+    scope = str(compat.scope_key())
+    for key, suggestion in unknown_extra_keys(extra):
+        if (scope, key) in _WARNED_KEYS:
+            continue
+        _WARNED_KEYS.add((scope, key))
+        logger.warning("Chatto: %s", describe_unknown_key(key, suggestion))
+
+
 def load_settings(pconfig: Any = None, *, require_key: bool = True) -> ChattoSettings:
     """Resolve the Chatto settings for the **current profile scope**.
 
@@ -809,6 +881,7 @@ def load_settings(pconfig: Any = None, *, require_key: bool = True) -> ChattoSet
         if hit is not None:
             _CACHE.move_to_end(ckey)
             return hit
+    _warn_unknown_keys(extra)
     settings = ChattoSettings.resolve(extra, home_channel=home)
     if not settings.configured:
         if require_key:
@@ -828,9 +901,11 @@ def load_settings(pconfig: Any = None, *, require_key: bool = True) -> ChattoSet
 
 
 def clear_settings_cache() -> None:
-    """Drop every cached configuration (tests; after ``hermes gateway setup``)."""
+    """Drop every cached configuration and the unknown-key warnings already given (tests;
+    after ``hermes gateway setup``)."""
     with _CACHE_LOCK:
         _CACHE.clear()
+        _WARNED_KEYS.clear()
 
 
 def cache_size() -> int:

@@ -59,10 +59,12 @@ from hermes_chatto.config import (
     YAML_PREFIX,
     ChattoConfigError,
     ChattoSettings,
+    describe_unknown_key,
     load_settings,
     parse_bool,
     redact,
     resolve_room_refs,
+    unknown_extra_keys,
     yaml_extra,
 )
 
@@ -80,8 +82,8 @@ REALTIME_TIMEOUT = 35.0
 PROJECTION_CAPABILITY = "chatto.realtime.projection.v1"
 
 FIX_KEY = (
-    "rotate the key in Chatto (bot settings → rotate API key) and update CHATTO_BOT_KEY in "
-    "the profile's .env (hermes gateway setup does both)"
+    "rotate the key in Chatto (bot settings → rotate API key), then save the new key: "
+    "`hermes chatto setup` checks and writes it, or set CHATTO_BOT_KEY in the profile's .env"
 )
 FIX_UPGRADE = "upgrade the Chatto server to ≥ 0.5.0 (bot accounts and realtime protocol 2)"
 FIX_URL = (
@@ -213,6 +215,34 @@ def _setting_envs() -> list[str]:
     return [row[1] for row in SETTINGS_TABLE] + ["GATEWAY_ALLOWED_USERS", "GATEWAY_ALLOW_ALL_USERS"]
 
 
+#: Linux's copy of the environment the process was started with (``execve``'s ``envp``):
+#: later ``os.environ`` changes, such as Hermes' ``load_hermes_dotenv(override=True)`` at
+#: ``hermes_cli.main`` import, do not reach it.
+_LAUNCH_ENVIRON = "/proc/self/environ"
+
+
+#: The origin of a value the command line set although the profile's .env sets another.
+ENV_OVER_FILE = "environment, over the .env's value (only this check uses it: `hermes gateway run` uses the .env's)"
+
+
+def launch_environ() -> dict[str, str]:
+    """The process's environment as it was at start (NUL-separated ``NAME=value`` records
+    of ``/proc/self/environ``, decoded as UTF-8 with replacement); ``dict(os.environ)`` where
+    that file cannot be read (not Linux). Under ``hermes …``, ``os.environ`` already holds
+    the profile's ``.env`` values, so only this copy still knows what the command line set.
+    """
+    try:
+        raw = Path(_LAUNCH_ENVIRON).read_bytes()
+    except OSError:
+        return dict(os.environ)
+    env: dict[str, str] = {}
+    for record in raw.split(b"\0"):
+        name, sep, value = record.partition(b"=")
+        if sep and name:
+            env[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+    return env
+
+
 @contextlib.contextmanager
 def profile_scope(
     home: str | os.PathLike | None = None, *, environ: Mapping[str, str] | None = None
@@ -221,7 +251,8 @@ def profile_scope(
     (``hermes_constants.set_hermes_home_override`` + ``agent.secret_scope.set_secret_scope``
     of ``<home>/.env``), with ``CHATTO_*`` values from ``environ`` (default
     ``os.environ``) overriding the file. Yields ``{env name: "environment"|".env"}`` — where
-    each set Chatto variable came from. Without Hermes installed it yields ``{}`` and
+    each set Chatto variable came from (:data:`ENV_OVER_FILE` when the environment's value
+    replaced a different one of the ``.env``). Without Hermes installed it yields ``{}`` and
     ``compat.get_secret`` reads the process environment.
     """
     env: Mapping[str, str] = os.environ if environ is None else environ
@@ -236,8 +267,9 @@ def profile_scope(
     origins = {k: ".env" for k in _setting_envs() if scope.get(k) not in (None, "")}
     for name in _setting_envs():
         if name in env and env[name] != scope.get(name):
+            over_file = scope.get(name) not in (None, "")
             scope[name] = env[name]
-            origins[name] = "environment"
+            origins[name] = ENV_OVER_FILE if over_file else "environment"
     # Keep everything else the gateway would see for this profile (other platforms' keys
     # are irrelevant here, but the scope must be authoritative for the Chatto names).
     h = set_hermes_home_override(str(home_path))
@@ -433,6 +465,26 @@ def _elapsed(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000.0, 1)
 
 
+def config_error_fix(err: ChattoConfigError) -> str:
+    """The fix for a setting that does not load, naming where each bad setting lives: the
+    setup wizard only for the URL and the key (the two it writes), the profile's ``.env`` /
+    ``config.yaml`` key for everything else."""
+    fixes: list[str] = []
+    for p in err.problems:
+        if p.attribute in ("url", "bot_key"):
+            fix = "run `hermes chatto setup` (it checks and writes the URL and the bot key)"
+        elif p.attribute:
+            fix = (
+                f"correct {p.env} in the profile's .env or {YAML_PREFIX}.{p.yaml_key} in "
+                "config.yaml (allowed values: the settings table in the README)"
+            )
+        else:
+            continue
+        if fix not in fixes:
+            fixes.append(fix)
+    return "; ".join(fixes) or "fix the setting named above"
+
+
 def _config_check(
     settings_error: ChattoConfigError | None,
     settings: ChattoSettings | None,
@@ -445,7 +497,7 @@ def _config_check(
                 "configuration",
                 FAIL,
                 str(settings_error),
-                "fix the setting named above (hermes gateway setup writes URL and key)",
+                config_error_fix(settings_error),
             )
         ]
     assert settings is not None
@@ -484,6 +536,20 @@ def _config_check(
             "move it to CHATTO_BOT_KEY in the profile's .env and delete bot_key from config.yaml",
         )
     return out
+
+
+def _unknown_keys_check(extra: dict[str, Any]) -> list[Check]:
+    """WARN for keys under ``platforms.chatto.extra`` that nothing reads (a misspelling is
+    otherwise silently ignored), each with its did-you-mean."""
+    unknown = unknown_extra_keys(extra)
+    if not unknown:
+        return []
+    detail = "; ".join(describe_unknown_key(k, s) for k, s in unknown)
+    renames = [f"{k} → {s}" for k, s in unknown if s]
+    fix = "in config.yaml, " + (f"rename {', '.join(renames)}" if renames else "delete the key")
+    if renames and len(renames) < len(unknown):
+        fix += "; delete the others"
+    return [Check("configuration keys", WARN, detail, fix)]
 
 
 def _auth_check(settings: ChattoSettings, origins: dict[str, str], extra: dict[str, Any]) -> Check:
@@ -664,6 +730,7 @@ def _profile_checks(
     else:
         report.hermes_home = str(compat.hermes_home())
     report.checks += _config_check(err, settings, origins, extra)
+    report.checks += _unknown_keys_check(extra)
     if settings is not None and settings.configured and auth is not None:
         report.checks.append(auth)
     return settings
@@ -879,7 +946,11 @@ def run(
     timeout: float = REALTIME_TIMEOUT,
     out: Callable[[str], None] = print,
 ) -> int:
-    """Run the doctor synchronously, print text or JSON through ``out``; return the exit code."""
-    report = asyncio.run(run_doctor(home=home, realtime_timeout=timeout))
+    """Run the doctor synchronously, print text or JSON through ``out``; return the exit code.
+
+    Values set on the command line (``CHATTO_URL=… hermes chatto doctor``) are read from the
+    process's launch environment (:func:`launch_environ`): the ``hermes`` command loads the
+    profile's ``.env`` over ``os.environ`` before the plugin runs."""
+    report = asyncio.run(run_doctor(home=home, environ=launch_environ(), realtime_timeout=timeout))
     out(report.to_json() if argv_json else report.render_text())
     return report.exit_code

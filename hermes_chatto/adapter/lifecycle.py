@@ -18,6 +18,7 @@ from .. import compat
 from ..ingress import SeenSet
 from ..logs import get_logger
 from ..wire.errors import ChattoCredentialError, ChattoError, ChattoProtocolError
+from .claim import BotClaim
 from .conn import Conn
 from .cursor import CursorKeeper
 from .gap import GapRecovery
@@ -107,6 +108,7 @@ class Lifecycle:
         self.loop: asyncio.AbstractEventLoop | None = None
         # The loop holds tasks only weakly: the host's fatal-error notice is kept here until done.
         self.fatal_task: asyncio.Task[Any] | None = None
+        self.claim = BotClaim()
 
     def _fatal(self, code: str, message: str, *, retryable: bool) -> None:
         compat.set_fatal_error(self._host, code, message, retryable=retryable)
@@ -121,7 +123,7 @@ class Lifecycle:
         except Exception:  # noqa: BLE001 - a logging setting must never stop a connect
             logger.debug("Chatto: could not apply wire_log_level", exc_info=True)
         await self.close_transport()
-        if not await self._open_client():
+        if not await self._open_client() or not self._claim_bot():
             await self.close_transport()
             return False
         conn = self._conn
@@ -145,6 +147,16 @@ class Lifecycle:
             len(self._rooms.retained),
         )
         return True
+
+    def _claim_bot(self) -> bool:
+        """Claim the bot for this profile (:mod:`.claim`); False after ``_set_fatal_error``
+        when another profile serves it (retryable: that gateway may stop)."""
+        refusal = self.claim.acquire(self._conn.settings.url, self._conn.bot_user_id)
+        if refusal is None:
+            return True
+        logger.error("%s", refusal)
+        self._fatal("chatto_bot_in_use", refusal, retryable=True)
+        return False
 
     async def _open_client(self) -> bool:
         """GetViewer + ListRooms on a new client; False after ``_set_fatal_error``."""
@@ -212,6 +224,7 @@ class Lifecycle:
         await self._sender.wait_idle(DISCONNECT_DELIVERY_WAIT_S)
         await self.close_transport()
         await self._close_stores()
+        self.claim.release()
         compat.mark_disconnected(self._host)
 
     async def _close_stores(self) -> None:

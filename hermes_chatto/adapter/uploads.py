@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import mimetypes
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,10 +86,10 @@ async def upload_files(client: Any, room_id: str, files: Sequence[OutboundFile])
             logger.warning("%s", refusal_warning(room_id, PERM_ATTACH, detail=f"{f.name} was not attached."))
             continue
         except ChattoError as exc:
-            reason = f"{exc.code}: {exc.message or exc}"
-            staged.failed.append((f.name, reason))
+            detail = f"{exc.code}: {exc.message or exc}"
+            staged.failed.append((f.name, plain_reason(exc)))
             staged.error = staged.error or exc
-            logger.warning("Chatto: upload of %s into %s failed: %s", f.name, room_id, reason)
+            logger.warning("Chatto: upload of %s into %s failed: %s", f.name, room_id, detail)
             continue
         except OSError as exc:
             staged.failed.append((f.name, f"cannot read the file ({type(exc).__name__})"))
@@ -97,6 +98,24 @@ async def upload_files(client: Any, room_id: str, files: Sequence[OutboundFile])
             continue
         staged.asset_ids.append(asset.id)
     return staged
+
+
+#: Chatto's refusal of an over-size upload (core/assets: "attachment exceeds maximum size of
+#: 26214400 bytes: invalid argument", ``invalid_argument`` from AssetUploadService/CreateUpload).
+_TOO_LARGE = re.compile(r"exceeds maximum size of (\d+) bytes")
+#: The ``chatto.api.v1.Service/Method:`` prefix and the trailing ``: invalid argument`` of a
+#: Connect error's message: protocol words, not news for the room.
+_RPC_PREFIX = re.compile(r"^\s*(?:[\w.]+/\w+:\s*)|:\s*[a-z ]+ argument\s*$")
+
+
+def plain_reason(exc: ChattoError) -> str:
+    """What the room is told about a failed upload: plain words, no RPC names or codes (the
+    log line keeps those). The server's limit is shown in MB of 1,048,576 bytes."""
+    m = _TOO_LARGE.search(str(exc.message or exc))
+    if m:
+        return f"the file is larger than the server allows: {int(m.group(1)) / 1048576:g} MB"
+    said = _RPC_PREFIX.sub("", str(exc.message or "")).strip()
+    return f"the server refused the upload: {said}" if said else "the server refused the upload"
 
 
 def failure_notice(failed: Sequence[tuple[str, str]]) -> str:

@@ -563,10 +563,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv.insert(0, "serve")
     args = build_parser().parse_args(argv)
     try:
-        return HANDLERS[args.command](args)
+        code = HANDLERS[args.command](args)
+        sys.stdout.flush()
+        return code
     except CliError as e:
         print(f"error: {e}", file=sys.stderr)
         return e.code
+    except BrokenPipeError:
+        # The reader went away (``status | head -2``): exit quietly, as Unix tools do. Point
+        # stdout at /dev/null so the interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the pipe
 
 
 def _entry(argv: Any = None) -> None:  # pragma: no cover - used by __main__

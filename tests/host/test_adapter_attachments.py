@@ -209,3 +209,17 @@ async def test_a_file_the_host_would_not_deliver_is_never_uploaded(gateway, tmp_
     assert msg.body.startswith("secrets") and "couldn't attach shadow (not an allowed file)" in msg.body
     assert not gw.world.requests_for("AssetUploadService/CreateUpload")
     assert (await gw.adapter.send_document(ids["dm"], str(ok))).success
+
+
+async def test_an_oversize_file_notice_is_plain_words_and_the_log_keeps_the_detail(gateway, tmp_path, caplog):
+    gw = await gateway()
+    gw.world.assets.max_upload_bytes = 2 * 1048576
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"x" * (2 * 1048576 + 1))
+    with caplog.at_level(logging.WARNING):
+        result = await gw.adapter.send_document(gw.ids["dm"], str(big), caption="the dump")
+    assert result.success is False
+    (msg,) = bot_msgs(gw, gw.ids["dm"])
+    assert "I couldn't attach big.bin (the file is larger than the server allows: 2 MB)" in msg.body
+    assert "invalid_argument" not in msg.body and "AssetUploadService" not in msg.body
+    assert "exceeds maximum size of 2097152 bytes" in caplog.text

@@ -409,3 +409,76 @@ def test_plain_http_hint_only_for_https_and_the_tls_mismatch():
     assert plain_http_hint("http://h:1", err) == ""
     assert plain_http_hint("https://h:1", "ConnectError: [Errno 111] Connection refused") == ""
     assert plain_http_hint("https://h:1", "[SSL: CERTIFICATE_VERIFY_FAILED]") == ""
+
+
+async def test_each_config_error_hint_names_its_own_fix(srv, home):
+    """A bad reaction name is fixed where it is set, not by the wizard (which writes only the
+    URL and the key); a bad URL is the wizard's job."""
+    from hermes_chatto.doctor import FAIL, run_doctor
+
+    _configure(home, srv)
+    report = await run_doctor(environ={"CHATTO_ACK_REACTION": "eyse"})
+    c = _by_name(report)["configuration"]
+    assert c.status == FAIL and "ack_reaction" in c.detail
+    assert "CHATTO_ACK_REACTION" in c.fix and "platforms.chatto.extra.ack_reaction" in c.fix
+    assert "setup" not in c.fix
+    report = await run_doctor(environ={"CHATTO_URL": "ftp://nowhere"})
+    c = _by_name(report)["configuration"]
+    assert c.status == FAIL and "hermes chatto setup" in c.fix
+
+
+async def test_rejected_key_hint_does_not_promise_the_wizard_rotates(srv, home):
+    from hermes_chatto.doctor import run_doctor
+
+    _configure(home, srv)
+    srv.rotate_key(srv.bot_id)
+    c = _by_name(await run_doctor(environ={}))["bot key"]
+    assert "does both" not in c.fix and "hermes chatto setup" in c.fix
+
+
+async def test_misspelled_config_keys_are_a_doctor_warning(srv, home):
+    from hermes_chatto.doctor import WARN, run_doctor
+
+    _configure(home, srv)
+    cfg = yaml.safe_load((home / "config.yaml").read_text())
+    cfg["platforms"]["chatto"]["extra"]["requre_mention"] = False
+    (home / "config.yaml").write_text(yaml.safe_dump(cfg))
+    report = await run_doctor(environ={})
+    c = _by_name(report)["configuration keys"]
+    assert c.status == WARN and "requre_mention" in c.detail and "did you mean require_mention?" in c.detail
+    assert "rename requre_mention → require_mention" in c.fix
+    assert report.exit_code == 0
+
+
+def test_hermes_chatto_doctor_honours_a_value_set_on_the_command_line(srv, home):
+    """Fresh-user report: ``CHATTO_URL=… hermes chatto doctor`` checked the .env's server,
+    because the ``hermes`` command loads the profile's .env over the environment first."""
+    import socket
+    import subprocess
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"  # closed once the block ends
+    key = srv.bot_key
+    (home / ".env").write_text(f"CHATTO_URL={srv.base_url}\nCHATTO_BOT_KEY={key}\nCHATTO_ALLOW_ALL_USERS=true\n")
+    (home / "config.yaml").write_text(
+        yaml.safe_dump({"plugins": {"enabled": ["chatto"]}, "platforms": {"chatto": {"enabled": True}}})
+    )
+    hermes = str(Path(sys.executable).parent / "hermes")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHATTO_")}
+    env.update(HERMES_HOME=str(home), CHATTO_URL=dead)
+    p = subprocess.run(
+        [hermes, "chatto", "doctor", "--json", "--timeout", "5"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    data = json.loads(p.stdout[p.stdout.index("{") :])
+    checks = {c["name"]: c for c in data["checks"]}
+    assert checks["server"]["status"] == "fail" and dead in checks["server"]["detail"], checks
+    detail = checks["configuration"]["detail"]
+    assert f"url {dead}" in detail and "CHATTO_URL from the environment, over the .env's value" in detail
+    assert "hermes gateway run` uses the .env's" in detail
+    assert key not in p.stdout + p.stderr

@@ -364,3 +364,27 @@ def test_status_waits_until_the_bot_is_online(server, capsys):
     finally:
         done.set()
         th.join(10)
+
+
+def test_status_into_a_closed_pipe_exits_quietly(server):
+    """``status | head -2``: the reader closes the pipe early; no BrokenPipeError traceback."""
+    env, _ = server
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hermes_chatto.testing",
+            "status",
+            "--url",
+            env["CHATTO_URL"],
+            "--admin-key",
+            env["CHATTO_ADMIN_KEY"],
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    p.stdout.close()  # like `head` after its lines: nobody reads the rest
+    err = p.stderr.read().decode()
+    p.wait(60)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

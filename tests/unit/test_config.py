@@ -532,6 +532,10 @@ def test_docs_settings_table_is_generated_from_the_model():
 
     doc = REPO / "docs" / "settings-table.md"
     assert doc.read_text(encoding="utf-8") == settings_table_markdown()
+    # README carries the same table (a fresh user reads that copy): it must not drift either.
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert settings_table_markdown().rstrip("\n") in readme
+    assert readme.count("Kinds are parsed the same way") == 1
 
 
 def test_url_with_api_path_suggests_the_base_url():
@@ -582,3 +586,29 @@ def test_a_reaction_outside_gemoji_is_refused_at_configuration_time_with_a_sugge
     assert "unsupported emoji" in text and "'eyes'" in text
     with _scope({}):
         assert ChattoSettings.resolve({"failed_reaction": ":no_entry:"}).failed_reaction == "no_entry"
+
+
+def test_a_misspelled_extra_key_is_a_warning_with_a_suggestion_once(home, caplog):
+    """Fresh-user report: ``ack_reacton`` / ``requre_mention`` under platforms.chatto.extra
+    were silently ignored."""
+    from hermes_chatto.config import load_settings
+
+    extra = {
+        "url": "http://127.0.0.1:1",
+        "bot_key": BOT_A,
+        "ack_reacton": "off",
+        "requre_mention": False,
+        "zzz_nothing": 1,
+        "typing_indicator": True,  # a host key Hermes reads for every platform: not ours, not a typo
+        "_enabled_explicit": True,
+    }
+    with caplog.at_level(logging.WARNING, logger="hermes_plugins.chatto.config"):
+        s = load_settings({"extra": extra})
+        load_settings({"extra": dict(extra, require_mention=True)})  # another resolution: no repeat
+    assert s.require_mention is True and s.ack_reaction == "eyes"  # the typos changed nothing
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 3, warned
+    assert any("platforms.chatto.extra.ack_reacton" in w and "did you mean ack_reaction?" in w for w in warned)
+    assert any("requre_mention" in w and "did you mean require_mention?" in w for w in warned)
+    assert any("zzz_nothing" in w and "did you mean" not in w for w in warned)
+    assert not any("typing_indicator" in w or "_enabled_explicit" in w for w in warned)
