@@ -32,6 +32,9 @@ import pytest
 # Never let a test touch the real ~/.hermes: Hermes modules compute cache paths from
 # HERMES_HOME at import time, so this must happen before they are imported.
 os.environ["HERMES_HOME"] = tempfile.mkdtemp(prefix="hermes-chatto-tests-")
+# Hermes' scoped gateway locks (adapter/claim.py takes one per bot) default to
+# ~/.local/state/hermes/gateway-locks: keep them in the run's temp dir, inherited by subprocess gateways.
+os.environ["HERMES_GATEWAY_LOCK_DIR"] = tempfile.mkdtemp(prefix="hermes-chatto-locks-")
 os.environ.setdefault("HERMES_GATEWAY_BUSY_ACK_ENABLED", "true")
 
 CHATTO_ENV = (
