@@ -80,6 +80,12 @@ CREATE TABLE IF NOT EXISTS seen (
     event_id TEXT NOT NULL UNIQUE,
     seen_at  REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS inflight (
+    session_key TEXT PRIMARY KEY,
+    event_id    TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    started_at  REAL NOT NULL
+);
 """
 
 
@@ -418,6 +424,57 @@ class ResumeCursorStore:
                 "ON CONFLICT(bot_user_id) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at",
                 (bot_user_id, cursor, now if now is not None else time.time()),
             )
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+
+
+class InflightStore:
+    """The turn each session is running, persisted (table ``inflight``) so that a gateway
+    killed mid-turn knows after the restart which session was genuinely interrupted.
+
+    One row per Hermes session key: the trigger's Chatto event id (``Message.id``) and an
+    opaque payload (the JSON of the event fields the host was handed). Synchronous single-row statements; thread-safe;
+    callers on the event loop use ``asyncio.to_thread``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None):
+        self.path = Path(path) if path is not None else state_path()
+        self._lock = threading.Lock()
+        self._conn = _connect(self.path)
+
+    def put(self, session_key: str, event_id: str, payload: str, *, now: float | None = None) -> None:
+        """Record (or replace) the running turn of ``session_key``."""
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO inflight (session_key, event_id, payload, started_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(session_key) DO UPDATE SET event_id = excluded.event_id, "
+                "payload = excluded.payload, started_at = excluded.started_at",
+                (session_key, event_id, payload, now if now is not None else time.time()),
+            )
+
+    def get(self, session_key: str) -> tuple[str, str, float] | None:
+        """``(event_id, payload, started_at)`` of the recorded turn, or ``None``."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT event_id, payload, started_at FROM inflight WHERE session_key = ?", (session_key,)
+            ).fetchone()
+        return None if row is None else (str(row[0]), str(row[1]), float(row[2]))
+
+    def drop(self, session_key: str, event_id: str | None = None) -> None:
+        """Forget the session's turn (only when it is ``event_id``, if given)."""
+        with self._lock:
+            if event_id is None:
+                self._conn.execute("DELETE FROM inflight WHERE session_key = ?", (session_key,))
+            else:
+                self._conn.execute(
+                    "DELETE FROM inflight WHERE session_key = ? AND event_id = ?", (session_key, event_id)
+                )
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -55,6 +55,7 @@ from .media import InboundMedia
 from .outbound import OutboundOps
 from .reactions import LifecycleReactions
 from .registry import register_live, unregister_live
+from .resume import RestartResume
 from .rooms import RoomDirectory, find_member_room
 from .routing import route_reply
 from .secret import RedactedStr
@@ -150,6 +151,7 @@ class ChattoAdapter(_Base):
         self.streams = StreamingReplies(conn, self.sender.deliver)
         self.reactions = LifecycleReactions(conn, self.ops)
         self.approvals = ExecApprovals.for_adapter(self)
+        self.resume = RestartResume(self, conn, boundary)
         self.lifecycle = Lifecycle(
             self,
             conn,
@@ -269,6 +271,8 @@ class ChattoAdapter(_Base):
         with self.boundary.guard("on_processing_start"):
             self.turns.started(event)
             await self.reactions.accepted(event)
+        with self.boundary.guard("restart_resume.started"):
+            await self.resume.started(event)
 
     async def on_processing_complete(self, event: Any, outcome: Any) -> None:
         """Forget the turn; the done / failed reaction (see :class:`LifecycleReactions`). A
@@ -281,6 +285,7 @@ class ChattoAdapter(_Base):
                 await self.edits.finish(key, event)
                 return
             self.turns.finished(event, drained, compat.outcome_succeeded(outcome))
+            await self.resume.finished(event, outcome)
             await self.approvals.turn_ended(event)
             await self.reactions.finished(event, outcome)
 
@@ -300,7 +305,13 @@ class ChattoAdapter(_Base):
         return ev
 
     async def handle_message(self, event: Any) -> None:
-        """The base behaviour; a typed ``/approve`` / ``/deny`` also closes the open prompt."""
+        """The base behaviour; a typed ``/approve`` / ``/deny`` also closes the open prompt.
+        The host's startup auto-resume becomes the interrupted trigger or nothing
+        (:class:`RestartResume`)."""
+        with self.boundary.guard("restart_resume.rewrite"):
+            event = await self.resume.rewrite(event)
+        if event is None:
+            return
         with self.boundary.guard("approvals.note_message"):
             await self.approvals.note_message(event)
         await super().handle_message(event)
