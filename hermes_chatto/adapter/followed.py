@@ -13,12 +13,21 @@ through ingress:
   is the reply's event id (:class:`~hermes_chatto.wire.events.FollowedThreadsChanged`
   ``room_id``);
 * ``notification_occurrences_replace`` after a mention (Notifications 2.0): each unread
-  occurrence names its message (room, event id, thread root). Only occurrences created
-  after the first ``caught_up`` count (the list keeps 90 days of history).
+  occurrence names its message (room, event id, thread root). This is how the bot learns of
+  a mention in a channel the socket does not stream: the adapter does not read every root
+  ``room_activity`` announces there (``ingress.unstreamed_root_needs_read``). Chatto sends
+  the list live after each mention and again at every catch-up, so a mention posted while
+  the socket was down is read once it is back.
 
-Bounded and deduplicated: one fetch per event id (a :class:`~hermes_chatto.bounded.BoundedSet`
-of fetched ids plus the seen-set), at most :data:`MAX_NOTICE_FETCHES` per notification
-list; counted in ``followed_thread_fetches`` / ``notice_fetches`` (the cost model in
+Which occurrences count (the list keeps 90 days of history, newest first, at most 50):
+those created since the bot has been watching — the first ``caught_up`` of this process or,
+when it resumed a stored resume cursor, the time the last gateway stored it, less
+:data:`RESUME_MARGIN_S` — that are unread, in a room the socket does not stream, not the
+bot's own, and not in the seen-set. They are read oldest first.
+
+Deduplicated: one fetch per event id (a :class:`~hermes_chatto.bounded.BoundedSet` of
+fetched ids plus the persistent seen-set), at most :data:`MAX_NOTICE_FETCHES` per list;
+counted in ``followed_thread_fetches`` / ``notice_fetches`` (the cost model in
 CONCEPTS.md). The turn that follows reads the thread through the frontier as any turn of a
 thread realtime did not watch (anchored, so nothing is skipped or repeated).
 """
@@ -38,8 +47,13 @@ from .rooms import RoomDirectory
 
 logger = get_logger("hermes_chatto.adapter")
 
-#: Most messages read for one ``notification_occurrences_replace``.
-MAX_NOTICE_FETCHES = 10
+#: Most messages read for one ``notification_occurrences_replace`` (Chatto's page holds 50:
+#: ``defaultNotificationLimit``, cli/internal/connectapi/notification_occurrences.go).
+MAX_NOTICE_FETCHES = 50
+#: Seconds before a resumed cursor's store time that still count as new: the cursor is
+#: stored at most every 2 s, and the server's clock (``created_at``) may run a little ahead
+#: of this machine's. Occurrences in the margin that were handled are in the seen-set.
+RESUME_MARGIN_S = 60.0
 #: Event ids remembered as fetched (bounded; the seen-set covers the rest).
 FETCHED_LIMIT = 4096
 
@@ -58,10 +72,13 @@ class FollowedReplies:
         self.fetched: BoundedSet[str] = BoundedSet(FETCHED_LIMIT)
         self.since: float | None = None
 
-    def caught_up(self, now: float) -> None:
-        """The first ``caught_up`` (epoch seconds): later notifications are news."""
+    def caught_up(self, now: float, resumed_from: float | None = None) -> None:
+        """The first ``caught_up`` (epoch seconds ``now``): later notifications are news.
+        ``resumed_from``: the store time of the resume cursor this process started from
+        (the last gateway handled everything up to then), so what was mentioned while it
+        was down counts too."""
         if self.since is None:
-            self.since = now
+            self.since = now if resumed_from is None else min(now, resumed_from - RESUME_MARGIN_S)
 
     def _streamed(self, room_id: str) -> bool:
         """The socket streams the room's replies itself, or the bot is no longer in it."""
@@ -81,17 +98,21 @@ class FollowedReplies:
         since = self.since
         if since is None:
             return
-        budget = MAX_NOTICE_FETCHES
-        for n in ev.notices:
-            if budget <= 0:
-                break
-            if not n.unread or n.created_at is None or n.created_at < since or not n.room_id:
-                continue
-            if self._streamed(n.room_id) or n.actor_id == self._conn.bot_user_id:
-                continue
-            if n.event_id in self.fetched or self._conn.is_seen(n.event_id):
-                continue
-            budget -= 1
+        due = [
+            n
+            for n in ev.notices
+            if n.unread
+            and n.created_at is not None
+            and n.created_at >= since
+            and n.room_id
+            and n.event_id
+            and not self._streamed(n.room_id)
+            and n.actor_id != self._conn.bot_user_id
+            and n.event_id not in self.fetched
+            and not self._conn.is_seen(n.event_id)
+        ]
+        due.sort(key=lambda n: n.created_at or 0.0)  # the page is newest first: answer in order
+        for n in due[:MAX_NOTICE_FETCHES]:
             await self._fetch(n.room_id, n.event_id, "notice_fetches", None)
 
     async def _fetch(self, room_id: str, event_id: str, counter: str, threads: Iterable[ThreadKey] | None) -> None:

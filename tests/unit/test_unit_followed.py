@@ -6,7 +6,7 @@ import asyncio
 from types import SimpleNamespace
 
 from hermes_chatto.adapter.conn import Conn
-from hermes_chatto.adapter.followed import MAX_NOTICE_FETCHES, FollowedReplies
+from hermes_chatto.adapter.followed import MAX_NOTICE_FETCHES, RESUME_MARGIN_S, FollowedReplies
 from hermes_chatto.adapter.rooms import RoomDirectory
 from hermes_chatto.ingress import SeenSet
 from hermes_chatto.wire.errors import ChattoNotFound, ChattoTransientError
@@ -87,10 +87,10 @@ def _notice(eid, *, created=100.0, room="Rfar", unread=True, actor="Ualice"):
 
 
 def test_notifications_count_only_after_the_first_caught_up_and_are_bounded():
-    msgs = [_reply(f"E{i}") for i in range(MAX_NOTICE_FETCHES + 5)]
+    msgs = [_reply(f"E{i:02d}") for i in range(MAX_NOTICE_FETCHES + 5)]
     client = Client(msgs)
     unit, got, _ = _unit(client)
-    asyncio.run(unit.on_notices(NotificationsReplaced((_notice("E0"),))))  # catch-up snapshot: history
+    asyncio.run(unit.on_notices(NotificationsReplaced((_notice("E00"),))))  # catch-up snapshot: history
     unit.caught_up(50.0)
     old = _notice("Eold", created=10.0)
     read = _notice("Eread", unread=False)
@@ -98,6 +98,33 @@ def test_notifications_count_only_after_the_first_caught_up_and_are_bounded():
     own = _notice("Eown", actor="Ubot")
     new = tuple(_notice(m.event_id) for m in msgs)
     asyncio.run(unit.on_notices(NotificationsReplaced((old, read, near, own, *new))))
-    assert [e for e, _ in got] == [f"E{i}" for i in range(MAX_NOTICE_FETCHES)]
+    assert [e for e, _ in got] == [f"E{i:02d}" for i in range(MAX_NOTICE_FETCHES)]
     asyncio.run(unit.on_notices(NotificationsReplaced(new)))  # the rest, next time; seen ones skipped
     assert len(got) == len(msgs) and len(client.reads) == len(msgs)
+
+
+def test_notifications_are_read_oldest_first():
+    """Chatto's page is newest first; two people who mentioned the bot are answered in the order
+    they wrote."""
+    client = Client([_reply("Efirst"), _reply("Esecond"), _reply("Ethird")])
+    unit, got, _ = _unit(client)
+    unit.caught_up(50.0)
+    page = (_notice("Ethird", created=103.0), _notice("Esecond", created=102.0), _notice("Efirst", created=101.0))
+    asyncio.run(unit.on_notices(NotificationsReplaced(page)))
+    assert [e for e, _ in got] == ["Efirst", "Esecond", "Ethird"]
+
+
+def test_after_a_restart_that_resumed_mentions_made_while_down_count():
+    """A gateway stopped at t=1000 (its resume cursor stored then) and back at t=5000: a mention
+    at t=3000 in an unstreamed channel is read; one from before the last gateway's cursor margin
+    is history; without a stored cursor only what comes after the first caught_up counts."""
+    client = Client([_reply("Edown"), _reply("Ebefore")])
+    unit, got, _ = _unit(client)
+    unit.caught_up(5000.0, resumed_from=1000.0)
+    page = (_notice("Edown", created=3000.0), _notice("Ebefore", created=1000.0 - RESUME_MARGIN_S - 1))
+    asyncio.run(unit.on_notices(NotificationsReplaced(page)))
+    assert [e for e, _ in got] == ["Edown"]
+    fresh, got2, _ = _unit(Client([_reply("Edown")]))
+    fresh.caught_up(5000.0)  # no stored cursor: a fresh start
+    asyncio.run(fresh.on_notices(NotificationsReplaced((_notice("Edown", created=3000.0),))))
+    assert got2 == []
