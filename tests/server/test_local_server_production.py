@@ -311,3 +311,51 @@ async def test_a_deleted_owner_invalidates_the_bots_key(srv):
         await sock.send_hello()
         frames, code = await sock.wait_closed()
     assert [f.error.code for f in frames] == ["authentication_required"] and code == 1008
+
+
+# ----------------------------------------------------------------------------- slow consumers
+
+
+async def test_a_slow_consumer_is_dropped_with_stream_closed_and_resumes_without_a_gap(srv):
+    """cli/internal/core/my_events_hub.go ``enqueueSubscriberLocked``: a subscriber whose live
+    queue is full (``myEventsSubscriberBuffer`` = 256) is torn down ("Slow myEvents subscriber
+    filled event queue"); realtime.go then writes what the socket holds and
+    ``close{stream_closed, reconnect, retry_after_ms: 1000}``. The resume cursor replays the rest.
+    Here the bot's socket writes one frame per 0.3 s (a client that stopped reading) and the
+    buffer is 5."""
+    import asyncio
+
+    w = srv.world
+    srv.subscriber_buffer = 5
+    async with rt(srv) as sock:
+        cursor = (await sock.handshake(retained=[w.general_id])).caught_up.cursor
+        (conn,) = [c for c in srv.hub.conns if c.user_id == w.bot_id]
+        send = conn.ws.send_bytes
+
+        async def slow(data):
+            await asyncio.sleep(0.3)
+            await send(data)
+
+        conn.ws.send_bytes = slow
+        posted = [srv.post(w.alice_id, w.general_id, f"message {i}").event_id for i in range(12)]
+        frames, _code = await sock.wait_closed(timeout=30)
+    assert srv.slow_disconnects == 1
+    close = frames[-1].close
+    assert (close.code, close.reconnect, close.retry_after_ms) == ("stream_closed", True, 1000)
+    live = [
+        op.room_timeline_event_upsert.event.id
+        for f in frames
+        if f.WhichOneof("frame") == "projection_event"
+        for op in f.projection_event.operations
+        if op.WhichOneof("operation") == "room_timeline_event_upsert"
+    ]
+    assert live and len(live) < len(posted)  # some arrived live, the rest did not
+    async with rt(srv) as sock:
+        hs = await sock.handshake(resume_cursor=cursor, retained=[w.general_id])
+    replayed = [
+        op.room_timeline_event_upsert.event.id
+        for ev in hs.catchup
+        for op in ev.operations
+        if op.WhichOneof("operation") == "room_timeline_event_upsert"
+    ]
+    assert replayed == posted  # nothing lost: the cursor (from before the burst) replays all 12
