@@ -50,6 +50,22 @@ logger = get_logger("hermes_chatto.adapter")
 #: Most messages read for one ``notification_occurrences_replace`` (Chatto's page holds 50:
 #: ``defaultNotificationLimit``, cli/internal/connectapi/notification_occurrences.go).
 MAX_NOTICE_FETCHES = 50
+#: ``NotificationSignal`` kinds whose message may be for the bot (ingress decides): mentions
+#: of every sort, a reply to its message, a DM, activity in a thread it follows. Not
+#: ``reaction_received`` (a reaction is no message to answer) nor ``followed_room_activity``.
+#: Chatto's defaults (cli/internal/core/notification_policy.go) produce occurrences for all
+#: of these, followed threads included (``SILENT``).
+NOTICE_KINDS = frozenset(
+    {
+        "direct_mention_received",
+        "role_mention_received",
+        "here_mention_received",
+        "all_mention_received",
+        "reply_received",
+        "direct_message_received",
+        "followed_thread_activity",
+    }
+)
 #: Seconds before a resumed cursor's store time that still count as new: the cursor is
 #: stored at most every 2 s, and the server's clock (``created_at``) may run a little ahead
 #: of this machine's. Occurrences in the margin that were handled are in the seen-set.
@@ -102,6 +118,7 @@ class FollowedReplies:
             n
             for n in ev.notices
             if n.unread
+            and n.kind in NOTICE_KINDS
             and n.created_at is not None
             and n.created_at >= since
             and n.room_id

@@ -304,7 +304,9 @@ async def test_room_activity_reads_a_root_only_where_it_may_be_for_the_bot(unit)
     quiet = u.server.post(ALICE, far, "@helper_bot not read here")
     await u.adapter.inbound.on_event(RoomActivity(room_id=far, projection_id=quiet.event_id, actor_id=ALICE.id))
     await u.idle()
-    assert u.adapter.conn.counters["room_activity_skipped"] == 1 and u.adapter.conn.counters["room_activity_fetches"] == 0
+    assert (
+        u.adapter.conn.counters["room_activity_skipped"] == 1 and u.adapter.conn.counters["room_activity_fetches"] == 0
+    )
     assert not u.agent.calls
     u.adapter.rooms.free.add(far)  # answers without a mention: every root may be for the bot
     m = u.server.post(ALICE, far, "@helper_bot from afar")

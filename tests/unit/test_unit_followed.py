@@ -82,8 +82,8 @@ def test_a_failed_read_is_logged_and_may_be_tried_again():
     assert got == [("E1", False)] and len(client.reads) == 2
 
 
-def _notice(eid, *, created=100.0, room="Rfar", unread=True, actor="Ualice"):
-    return MessageNotice("direct_mention_received", room, eid, "Eroot", actor, unread, created)
+def _notice(eid, *, created=100.0, room="Rfar", unread=True, actor="Ualice", kind="direct_mention_received"):
+    return MessageNotice(kind, room, eid, "Eroot", actor, unread, created)
 
 
 def test_notifications_count_only_after_the_first_caught_up_and_are_bounded():
@@ -128,3 +128,18 @@ def test_after_a_restart_that_resumed_mentions_made_while_down_count():
     fresh.caught_up(5000.0)  # no stored cursor: a fresh start
     asyncio.run(fresh.on_notices(NotificationsReplaced((_notice("Edown", created=3000.0),))))
     assert got2 == []
+
+
+def test_a_reaction_or_room_activity_notice_reads_nothing():
+    """Chatto makes an occurrence for a reaction to the bot's message and (when a user turns
+    it on) for room activity; neither is a message for the bot."""
+    client = Client([_reply("E1"), _reply("E2"), _reply("E3")])
+    unit, got, _ = _unit(client)
+    unit.caught_up(50.0)
+    page = (
+        _notice("E1", kind="reaction_received"),
+        _notice("E2", kind="followed_room_activity"),
+        _notice("E3", kind="followed_thread_activity"),
+    )
+    asyncio.run(unit.on_notices(NotificationsReplaced(page)))
+    assert [e for e, _ in got] == ["E3"] and client.reads == [("Rfar", "E3")]
