@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from .. import compat
