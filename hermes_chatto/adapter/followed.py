@@ -78,8 +78,9 @@ Ingest = Callable[..., Awaitable[None]]
 
 
 class FollowedReplies:
-    """Owns ``fetched`` (event ids read once) and ``since`` (epoch seconds of the first
-    ``caught_up``; ``None`` before: notifications are history until then)."""
+    """Owns ``fetched`` (event ids read once), ``since`` (epoch seconds from which
+    notifications are news; ``None`` before the first ``caught_up``) and the catch-up's list
+    held until then."""
 
     def __init__(self, conn: Conn, rooms: RoomDirectory, ingest: Ingest) -> None:
         self._conn = conn
@@ -87,14 +88,20 @@ class FollowedReplies:
         self._ingest = ingest
         self.fetched: BoundedSet[str] = BoundedSet(FETCHED_LIMIT)
         self.since: float | None = None
+        #: the newest list received before the first ``caught_up`` (the catch-up's own)
+        self._pending: NotificationsReplaced | None = None
 
-    def caught_up(self, now: float, resumed_from: float | None = None) -> None:
+    async def caught_up(self, now: float, resumed_from: float | None = None) -> None:
         """The first ``caught_up`` (epoch seconds ``now``): later notifications are news.
         ``resumed_from``: the store time of the resume cursor this process started from
         (the last gateway handled everything up to then), so what was mentioned while it
-        was down counts too."""
-        if self.since is None:
-            self.since = now if resumed_from is None else min(now, resumed_from - RESUME_MARGIN_S)
+        was down counts too. The catch-up's own list (sent before ``caught_up``) is read now."""
+        if self.since is not None:
+            return
+        self.since = now if resumed_from is None else min(now, resumed_from - RESUME_MARGIN_S)
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            await self.on_notices(pending)
 
     def _streamed(self, room_id: str) -> bool:
         """The socket streams the room's replies itself, or the bot is no longer in it."""
@@ -113,6 +120,7 @@ class FollowedReplies:
         """Unread notifications newer than the first ``caught_up`` in unstreamed rooms."""
         since = self.since
         if since is None:
+            self._pending = ev  # the catch-up's list: read at the first caught_up
             return
         due = [
             n

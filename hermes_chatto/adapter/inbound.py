@@ -105,7 +105,7 @@ class Inbound:
             gap.realtime_gap(None)
         elif isinstance(ev, E.CaughtUp):
             gap.caught_up()
-            self.followed.caught_up(time.time(), self.resumed_from())
+            await self.followed.caught_up(time.time(), self.resumed_from())
         elif isinstance(ev, E.FollowedThreadsChanged):
             await self.followed.on_threads(ev)
         elif isinstance(ev, E.NotificationsReplaced):

@@ -90,8 +90,8 @@ def test_notifications_count_only_after_the_first_caught_up_and_are_bounded():
     msgs = [_reply(f"E{i:02d}") for i in range(MAX_NOTICE_FETCHES + 5)]
     client = Client(msgs)
     unit, got, _ = _unit(client)
-    asyncio.run(unit.on_notices(NotificationsReplaced((_notice("E00"),))))  # catch-up snapshot: history
-    unit.caught_up(50.0)
+    asyncio.run(unit.on_notices(NotificationsReplaced((_notice("E00", created=10.0),))))  # catch-up: history
+    asyncio.run(unit.caught_up(50.0))
     old = _notice("Eold", created=10.0)
     read = _notice("Eread", unread=False)
     near = _notice("Enear", room="Rnear")
@@ -108,7 +108,7 @@ def test_notifications_are_read_oldest_first():
     they wrote."""
     client = Client([_reply("Efirst"), _reply("Esecond"), _reply("Ethird")])
     unit, got, _ = _unit(client)
-    unit.caught_up(50.0)
+    asyncio.run(unit.caught_up(50.0))
     page = (_notice("Ethird", created=103.0), _notice("Esecond", created=102.0), _notice("Efirst", created=101.0))
     asyncio.run(unit.on_notices(NotificationsReplaced(page)))
     assert [e for e, _ in got] == ["Efirst", "Esecond", "Ethird"]
@@ -120,12 +120,14 @@ def test_after_a_restart_that_resumed_mentions_made_while_down_count():
     is history; without a stored cursor only what comes after the first caught_up counts."""
     client = Client([_reply("Edown"), _reply("Ebefore")])
     unit, got, _ = _unit(client)
-    unit.caught_up(5000.0, resumed_from=1000.0)
     page = (_notice("Edown", created=3000.0), _notice("Ebefore", created=1000.0 - RESUME_MARGIN_S - 1))
+    # the catch-up's reconciliation carries the list before caught_up: it is read then
     asyncio.run(unit.on_notices(NotificationsReplaced(page)))
+    assert got == []
+    asyncio.run(unit.caught_up(5000.0, resumed_from=1000.0))
     assert [e for e, _ in got] == ["Edown"]
     fresh, got2, _ = _unit(Client([_reply("Edown")]))
-    fresh.caught_up(5000.0)  # no stored cursor: a fresh start
+    asyncio.run(fresh.caught_up(5000.0))  # no stored cursor: a fresh start
     asyncio.run(fresh.on_notices(NotificationsReplaced((_notice("Edown", created=3000.0),))))
     assert got2 == []
 
@@ -135,7 +137,7 @@ def test_a_reaction_or_room_activity_notice_reads_nothing():
     it on) for room activity; neither is a message for the bot."""
     client = Client([_reply("E1"), _reply("E2"), _reply("E3")])
     unit, got, _ = _unit(client)
-    unit.caught_up(50.0)
+    asyncio.run(unit.caught_up(50.0))
     page = (
         _notice("E1", kind="reaction_received"),
         _notice("E2", kind="followed_room_activity"),
