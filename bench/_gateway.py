@@ -19,7 +19,13 @@ def write_config(home: str, *, extra: dict[str, Any] | None = None) -> None:
     block: dict[str, Any] = {"enabled": True}
     if extra:
         block["extra"] = dict(extra)
-    cfg = {"plugins": {"enabled": ["chatto"]}, "platforms": {"chatto": block}}
+    # A configured provider, as in every real deployment (never called: ``_run_agent`` is
+    # replaced). Without one, hermes-agent 0.19.0 resolves the runtime provider through its
+    # fallbacks on every turn (``resolve_runtime_provider`` → ``has_aws_credentials``: a new
+    # botocore session), ~120 ms on the event loop per turn, which P8 measured as the plugin
+    # falling behind.
+    model = {"provider": "custom", "default": "bench-model", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk-bench"}
+    cfg = {"model": model, "plugins": {"enabled": ["chatto"]}, "platforms": {"chatto": block}}
     Path(home, "config.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
 
 

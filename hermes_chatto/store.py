@@ -403,6 +403,13 @@ class ResumeCursorStore:
 
     def load(self, bot_user_id: str, *, now: float | None = None) -> str | None:
         """The stored cursor for ``bot_user_id`` if younger than 24 h, else ``None``."""
+        entry = self.load_entry(bot_user_id, now=now)
+        return entry[0] if entry is not None else None
+
+    def load_entry(self, bot_user_id: str, *, now: float | None = None) -> tuple[str, float] | None:
+        """``(cursor, saved_at)`` for ``bot_user_id`` if younger than 24 h, else ``None``.
+        ``saved_at`` is epoch seconds (this machine's clock): the last gateway had handled
+        every event up to the cursor by then."""
         with self._lock:
             row = self._conn.execute(
                 "SELECT cursor, updated_at FROM realtime_cursor WHERE bot_user_id = ?", (bot_user_id,)
@@ -410,9 +417,9 @@ class ResumeCursorStore:
         if row is None:
             return None
         cursor, updated_at = row
-        if (now if now is not None else time.time()) - float(updated_at) > RESUME_CURSOR_MAX_AGE:
+        if not cursor or (now if now is not None else time.time()) - float(updated_at) > RESUME_CURSOR_MAX_AGE:
             return None
-        return cursor or None
+        return str(cursor), float(updated_at)
 
     def save(self, bot_user_id: str, cursor: str, *, now: float | None = None) -> None:
         """Store ``cursor`` (ignored when empty)."""

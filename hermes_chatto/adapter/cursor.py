@@ -45,6 +45,9 @@ class CursorKeeper:
         self._saved: str | None = None
         self._saved_at = 0.0
         self._flush: asyncio.Future[None] | None = None
+        #: epoch seconds the loaded cursor was stored (the last gateway had handled every
+        #: event up to it by then), ``None`` when this process started without one
+        self.loaded_at: float | None = None
 
     async def open(self) -> None:
         """On connect: open the store (once) and, on the first connect of this process,
@@ -55,9 +58,12 @@ class CursorKeeper:
         bot = self._conn.bot_user_id
         if self.cursor is None and self._store is not None and bot:
             try:
-                self.cursor = await asyncio.to_thread(self._store.load, bot)
+                entry = await asyncio.to_thread(self._store.load_entry, bot)
             except Exception:  # noqa: BLE001 - no cursor: the reset path, nothing lost
                 logger.debug("Chatto: could not load the resume cursor", exc_info=True)
+                entry = None
+            if entry is not None:
+                self.cursor, self.loaded_at = entry
             self._saved = self.cursor
 
     async def on_cursor(self, cursor: str) -> None:

@@ -145,6 +145,7 @@ class ChattoAdapter(_Base):
         self.inbound.gap, self.inbound.edits = self.gap, self.edits
         self.media = self.inbound.media = InboundMedia(conn, boundary)
         self.cursor = CursorKeeper(conn)
+        self.inbound.resumed_from = lambda: self.cursor.loaded_at
         self.sender = SendPath(conn, self.rooms, self.threads, boundary)
         self.media_out = MediaSender(self, self.sender)
         self.ops = OutboundOps(self, conn, self.rooms)

@@ -13,12 +13,21 @@ through ingress:
   is the reply's event id (:class:`~hermes_chatto.wire.events.FollowedThreadsChanged`
   ``room_id``);
 * ``notification_occurrences_replace`` after a mention (Notifications 2.0): each unread
-  occurrence names its message (room, event id, thread root). Only occurrences created
-  after the first ``caught_up`` count (the list keeps 90 days of history).
+  occurrence names its message (room, event id, thread root). This is how the bot learns of
+  a mention in a channel the socket does not stream: the adapter does not read every root
+  ``room_activity`` announces there (``ingress.unstreamed_root_needs_read``). Chatto sends
+  the list live after each mention and again at every catch-up, so a mention posted while
+  the socket was down is read once it is back.
 
-Bounded and deduplicated: one fetch per event id (a :class:`~hermes_chatto.bounded.BoundedSet`
-of fetched ids plus the seen-set), at most :data:`MAX_NOTICE_FETCHES` per notification
-list; counted in ``followed_thread_fetches`` / ``notice_fetches`` (the cost model in
+Which occurrences count (the list keeps 90 days of history, newest first, at most 50):
+those created since the bot has been watching — the first ``caught_up`` of this process or,
+when it resumed a stored resume cursor, the time the last gateway stored it, less
+:data:`RESUME_MARGIN_S` — that are unread, in a room the socket does not stream, not the
+bot's own, and not in the seen-set. They are read oldest first.
+
+Deduplicated: one fetch per event id (a :class:`~hermes_chatto.bounded.BoundedSet` of
+fetched ids plus the persistent seen-set), at most :data:`MAX_NOTICE_FETCHES` per list;
+counted in ``followed_thread_fetches`` / ``notice_fetches`` (the cost model in
 CONCEPTS.md). The turn that follows reads the thread through the frontier as any turn of a
 thread realtime did not watch (anchored, so nothing is skipped or repeated).
 """
@@ -38,8 +47,29 @@ from .rooms import RoomDirectory
 
 logger = get_logger("hermes_chatto.adapter")
 
-#: Most messages read for one ``notification_occurrences_replace``.
-MAX_NOTICE_FETCHES = 10
+#: Most messages read for one ``notification_occurrences_replace`` (Chatto's page holds 50:
+#: ``defaultNotificationLimit``, cli/internal/connectapi/notification_occurrences.go).
+MAX_NOTICE_FETCHES = 50
+#: ``NotificationSignal`` kinds whose message may be for the bot (ingress decides): mentions
+#: of every sort, a reply to its message, a DM, activity in a thread it follows. Not
+#: ``reaction_received`` (a reaction is no message to answer) nor ``followed_room_activity``.
+#: Chatto's defaults (cli/internal/core/notification_policy.go) produce occurrences for all
+#: of these, followed threads included (``SILENT``).
+NOTICE_KINDS = frozenset(
+    {
+        "direct_mention_received",
+        "role_mention_received",
+        "here_mention_received",
+        "all_mention_received",
+        "reply_received",
+        "direct_message_received",
+        "followed_thread_activity",
+    }
+)
+#: Seconds before a resumed cursor's store time that still count as new: the cursor is
+#: stored at most every 2 s, and the server's clock (``created_at``) may run a little ahead
+#: of this machine's. Occurrences in the margin that were handled are in the seen-set.
+RESUME_MARGIN_S = 60.0
 #: Event ids remembered as fetched (bounded; the seen-set covers the rest).
 FETCHED_LIMIT = 4096
 
@@ -48,8 +78,9 @@ Ingest = Callable[..., Awaitable[None]]
 
 
 class FollowedReplies:
-    """Owns ``fetched`` (event ids read once) and ``since`` (epoch seconds of the first
-    ``caught_up``; ``None`` before: notifications are history until then)."""
+    """Owns ``fetched`` (event ids read once), ``since`` (epoch seconds from which
+    notifications are news; ``None`` before the first ``caught_up``) and the catch-up's list
+    held until then."""
 
     def __init__(self, conn: Conn, rooms: RoomDirectory, ingest: Ingest) -> None:
         self._conn = conn
@@ -57,11 +88,20 @@ class FollowedReplies:
         self._ingest = ingest
         self.fetched: BoundedSet[str] = BoundedSet(FETCHED_LIMIT)
         self.since: float | None = None
+        #: the newest list received before the first ``caught_up`` (the catch-up's own)
+        self._pending: NotificationsReplaced | None = None
 
-    def caught_up(self, now: float) -> None:
-        """The first ``caught_up`` (epoch seconds): later notifications are news."""
-        if self.since is None:
-            self.since = now
+    async def caught_up(self, now: float, resumed_from: float | None = None) -> None:
+        """The first ``caught_up`` (epoch seconds ``now``): later notifications are news.
+        ``resumed_from``: the store time of the resume cursor this process started from
+        (the last gateway handled everything up to then), so what was mentioned while it
+        was down counts too. The catch-up's own list (sent before ``caught_up``) is read now."""
+        if self.since is not None:
+            return
+        self.since = now if resumed_from is None else min(now, resumed_from - RESUME_MARGIN_S)
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            await self.on_notices(pending)
 
     def _streamed(self, room_id: str) -> bool:
         """The socket streams the room's replies itself, or the bot is no longer in it."""
@@ -80,18 +120,24 @@ class FollowedReplies:
         """Unread notifications newer than the first ``caught_up`` in unstreamed rooms."""
         since = self.since
         if since is None:
+            self._pending = ev  # the catch-up's list: read at the first caught_up
             return
-        budget = MAX_NOTICE_FETCHES
-        for n in ev.notices:
-            if budget <= 0:
-                break
-            if not n.unread or n.created_at is None or n.created_at < since or not n.room_id:
-                continue
-            if self._streamed(n.room_id) or n.actor_id == self._conn.bot_user_id:
-                continue
-            if n.event_id in self.fetched or self._conn.is_seen(n.event_id):
-                continue
-            budget -= 1
+        due = [
+            n
+            for n in ev.notices
+            if n.unread
+            and n.kind in NOTICE_KINDS
+            and n.created_at is not None
+            and n.created_at >= since
+            and n.room_id
+            and n.event_id
+            and not self._streamed(n.room_id)
+            and n.actor_id != self._conn.bot_user_id
+            and n.event_id not in self.fetched
+            and not self._conn.is_seen(n.event_id)
+        ]
+        due.sort(key=lambda n: n.created_at or 0.0)  # the page is newest first: answer in order
+        for n in due[:MAX_NOTICE_FETCHES]:
             await self._fetch(n.room_id, n.event_id, "notice_fetches", None)
 
     async def _fetch(self, room_id: str, event_id: str, counter: str, threads: Iterable[ThreadKey] | None) -> None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from .. import compat
-from ..ingress import IngressContext, IngressDecision, decide
+from ..ingress import IngressContext, IngressDecision, decide, unstreamed_root_needs_read
 from ..logs import get_logger
 from ..wire import events as E
 from ..wire.errors import ChattoError, ChattoNotFound
@@ -76,6 +77,8 @@ class Inbound:
         self._hydrations: set[asyncio.Task[None]] = set()
         #: replies in followed threads of rooms the socket does not stream
         self.followed = FollowedReplies(conn, rooms, self.on_new_message)
+        #: the store time of the resume cursor this process started from (set by the facade)
+        self.resumed_from: Callable[[], float | None] = lambda: None
 
     async def on_event(self, ev: Any) -> None:
         """Dispatch one typed realtime event (never raises: a bad event must not kill the socket)."""
@@ -102,7 +105,7 @@ class Inbound:
             gap.realtime_gap(None)
         elif isinstance(ev, E.CaughtUp):
             gap.caught_up()
-            self.followed.caught_up(time.time())
+            await self.followed.caught_up(time.time(), self.resumed_from())
         elif isinstance(ev, E.FollowedThreadsChanged):
             await self.followed.on_threads(ev)
         elif isinstance(ev, E.NotificationsReplaced):
@@ -171,6 +174,10 @@ class Inbound:
             return
         if not self._rooms.is_retained(ev.room_id):
             self._rooms.log_cap(max(len(self._rooms.rooms), MAX_RETAINED_ROOMS + 1))
+        if not self._root_needs_read(ev.room_id):
+            # a channel that needs a mention: a mention comes as a notification (followed.py)
+            self._conn.counters["room_activity_skipped"] += 1
+            return
         self._conn.counters["room_activity_fetches"] += 1
         try:
             msg = await client.get_message(ev.room_id, ev.projection_id)
@@ -180,6 +187,15 @@ class Inbound:
             logger.debug("Chatto: GetMessage after room_activity failed: %s", exc)
             return
         await self.on_new_message(msg, msg.event_id, retained=False)
+
+    def _root_needs_read(self, room_id: str) -> bool:
+        room = self._rooms.get(room_id)
+        s = self._conn.settings
+        return unstreamed_root_needs_read(
+            room.kind if room is not None else "",
+            free_response=room_id in self._rooms.free,
+            require_mention=bool(getattr(s, "require_mention", True)),
+        )
 
     # ------------------------------------------------------------------ new messages
 

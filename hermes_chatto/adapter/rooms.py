@@ -168,8 +168,9 @@ class RoomDirectory:
         self._cap_logged = True
         logger.warning(
             "Chatto: the bot is in %d rooms; a realtime socket retains at most %d. In the other rooms "
-            "only root messages are seen (fetched on room_activity); thread replies there are not seen "
-            "live. List the important rooms in CHATTO_RETAINED_ROOMS.",
+            "the bot reads only what is for it, one message at a time: mentions (from its notifications), "
+            "replies in threads it follows, and every message of DMs and free-response rooms. List the "
+            "rooms it should watch in full in CHATTO_RETAINED_ROOMS.",
             n,
             MAX_RETAINED_ROOMS,
         )

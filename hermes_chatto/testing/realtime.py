@@ -139,13 +139,29 @@ class Conn:
         viewer = self.user_id
         if viewer is None:  # a socket goes live only after an authenticated hello
             return
+        server = self.hub.server
         with state.lock:
             for f in facts:
                 if f.seq <= self.boundary:
                     continue
                 frame = P.fact_frame(state, f, viewer, self.retained)
-                if frame is not None:
-                    self.send(frame.SerializeToString())
+                if frame is None:
+                    continue
+                if self.queue.qsize() >= server.subscriber_buffer:
+                    self._slow_consumer()
+                    return
+                self.send(frame.SerializeToString())
+
+    def _slow_consumer(self) -> None:
+        """Chatto drops a subscriber whose live queue is full (``enqueueSubscriberLocked`` in
+        cli/internal/core/my_events_hub.go: "Slow myEvents subscriber filled event queue");
+        the socket writes what it holds, then ``close{stream_closed, reconnect, 1000 ms}``
+        (realtime.go, the events channel closed). The client resumes from its cursor."""
+        if self.closing:
+            return
+        self.hub.server.slow_disconnects += 1
+        log.warning("local chatto: slow realtime consumer %s dropped (%d frames queued)", self.id, self.queue.qsize())
+        self.close(close_frame("stream_closed", "event stream closed", reconnect=True, retry_after_ms=1000), 1000)
 
     def info(self) -> dict:
         return {

@@ -126,6 +126,12 @@ class LocalChatto:
         self.admission = Admission(self.clock.now)
         #: every admitted ``hydrate_room``: ``(user_id, room_id)``
         self.hydrations: list[tuple[str, str]] = []
+        #: live projection frames a socket may have queued but not yet written before the
+        #: server drops it as a slow consumer (``myEventsSubscriberBuffer``, 256, in Chatto's
+        #: cli/internal/core/my_events_hub.go; the socket then gets ``close{stream_closed}``)
+        self.subscriber_buffer = 256
+        #: sockets dropped as slow consumers
+        self.slow_disconnects = 0
         self.hub = Hub(self)
         self.state.listeners.append(self.hub.publish)
         self.state.listeners.append(self._on_facts)

@@ -969,21 +969,48 @@ class ChattoState:
         return [u for u in room.members if u != actor and u in self.users and self.users[u].login.lower() in logins]
 
     def _notify_mentions(self, room: RoomRec, msg: MsgRec, actor: str) -> None:
-        """A ``direct_mention_received`` occurrence per mentioned member, then a live
-        ``notification_occurrences_replace`` to that member's sockets (Chatto's
+        """The notification occurrences a new message makes (Chatto's
+        ``notificationDecisionsForMessage``, cli/internal/core/notification_decisions.go, with
+        the product defaults of notification_policy.go: every kind below produces one; followed
+        rooms are off): ``direct_mention_received`` per mentioned member,
+        ``direct_message_received`` per other DM member, ``reply_received`` for the author of
+        the ``in_reply_to`` message, ``followed_thread_activity`` per follower of the thread.
+        One per kind per recipient, never the actor. Then a live
+        ``notification_occurrences_replace`` to each recipient's sockets (Chatto's
         ``NotificationOccurrencesInvalidated`` live event: not durable, never replayed)."""
+        signals: dict[str, list[str]] = {}
+
+        def add(uid: str, kind: str) -> None:
+            if uid and uid != actor and uid in room.members and uid in self.users:
+                kinds = signals.setdefault(uid, [])
+                if kind not in kinds:
+                    kinds.append(kind)
+
         for uid in self._mentioned(room, msg.body or "", actor):
-            self.notifications.setdefault(uid, []).append(
-                NoticeRec(
-                    id=new_id("N"),
-                    created_ns=msg.created_ns,
-                    actor_id=actor,
-                    kind="direct_mention_received",
-                    room_id=room.id,
-                    event_id=msg.id,
-                    thread_root_event_id=msg.thread_root_event_id,
+            add(uid, "direct_mention_received")
+        if room.is_dm:
+            for uid in room.members:
+                add(uid, "direct_message_received")
+        parent = self.messages.get(msg.in_reply_to) if msg.in_reply_to else None
+        if parent is not None:
+            add(parent.actor_id, "reply_received")
+        root = self.messages.get(msg.thread_root_event_id) if msg.thread_root_event_id else None
+        if root is not None:
+            for uid in root.followers:
+                add(uid, "followed_thread_activity")
+        for uid, kinds in signals.items():
+            for kind in sorted(kinds):  # Chatto sorts a recipient's signal identities
+                self.notifications.setdefault(uid, []).append(
+                    NoticeRec(
+                        id=new_id("N"),
+                        created_ns=msg.created_ns,
+                        actor_id=actor,
+                        kind=kind,
+                        room_id=room.id,
+                        event_id=msg.id,
+                        thread_root_event_id=msg.thread_root_event_id,
+                    )
                 )
-            )
             for cb in list(self.transient_listeners):
                 cb("notifications", {"user_id": uid})
 

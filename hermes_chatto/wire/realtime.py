@@ -163,10 +163,18 @@ def default_connect(
     close_timeout: float | None = 10.0,
     origin: None = None,
 ) -> websockets.asyncio.client.connect:
-    """``websockets.asyncio.client.connect`` with :data:`WS_LOGGER` (no frame dumps).
+    """``websockets.asyncio.client.connect`` with :data:`WS_LOGGER` (no frame dumps) and
+    without the library's keepalive pings.
 
     Sizes in bytes, timeouts in seconds (``None`` = no limit); never sends an ``Origin``.
-    Await the result for the open connection."""
+    Await the result for the open connection.
+
+    No keepalive (``ping_interval=None``): a dead connection is found by the protocol's own
+    heartbeats (:class:`RealtimeSession` ``stall_timeout``, as Chatto's web client does).
+    The library's ping waits for a pong that queues behind every frame not yet read; a bot
+    busy for 20 s (a burst of turns) closed its own healthy socket with 1011 and then lost
+    the replay's gap (bench P8: "socket closed without a close frame"). A socket the bot
+    reads too slowly is the server's to drop (``stream_closed``), and the session resumes."""
     return websockets.asyncio.client.connect(
         url,
         max_size=max_size,
@@ -174,6 +182,7 @@ def default_connect(
         close_timeout=close_timeout,
         origin=origin,
         logger=WS_LOGGER,
+        ping_interval=None,
     )
 
 

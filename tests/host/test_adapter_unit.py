@@ -292,13 +292,23 @@ async def test_typing_rate_limited_edit_delete_chat_info(unit):
     assert (await u.adapter.get_chat_info(DM))["type"] == "dm"
 
 
-async def test_room_activity_fetches_root_in_unretained_room(unit):
+async def test_room_activity_reads_a_root_only_where_it_may_be_for_the_bot(unit):
+    """In an unretained channel that needs a mention an announced root is not read (its mention
+    comes as a notification); in a free-response room it is read and answered."""
     u = await unit()
     from hermes_chatto.wire.types import ChattoRoom
 
     far = "Rfar00000000000"
     u.server.rooms[far] = ChattoRoom(id=far, kind="channel", name="far", is_member=True)
     u.adapter.rooms.rooms[far] = u.server.rooms[far]  # known but not retained (over the cap)
+    quiet = u.server.post(ALICE, far, "@helper_bot not read here")
+    await u.adapter.inbound.on_event(RoomActivity(room_id=far, projection_id=quiet.event_id, actor_id=ALICE.id))
+    await u.idle()
+    assert (
+        u.adapter.conn.counters["room_activity_skipped"] == 1 and u.adapter.conn.counters["room_activity_fetches"] == 0
+    )
+    assert not u.agent.calls
+    u.adapter.rooms.free.add(far)  # answers without a mention: every root may be for the bot
     m = u.server.post(ALICE, far, "@helper_bot from afar")
     await u.adapter.inbound.on_event(RoomActivity(room_id=far, projection_id=m.event_id, actor_id=ALICE.id))
     await wait_for(lambda: u.bot_msgs(), what="reply in unretained room")

@@ -1087,3 +1087,39 @@ def test_every_reaction_name_the_product_uses_is_accepted(world):
             "invalid_argument",
             "unsupported emoji",
         ), typo
+
+
+async def test_the_bots_notifications_name_its_mentions_and_replies_in_threads_it_follows(world):
+    """What the adapter reads instead of every root of a room its socket does not stream
+    (adapter/followed.py): cli/internal/core/notification_decisions.go with the defaults of
+    notification_policy.go gives the bot a ``direct_mention_received`` occurrence for a mention,
+    ``followed_thread_activity`` for a reply in a thread it follows (``SILENT`` still makes
+    one) and nothing for a plain root (followed rooms are ``OFF``). The list comes at every
+    catch-up (``BuildRealtimeProjectionNotifications``). Chatto materialises occurrences
+    asynchronously, so the test reconnects until they are there."""
+    bot, alice = world.bot(), world.alice()
+    login = (await asyncio.to_thread(bot.ok, "ViewerService/GetViewer", {}))["user"]["profile"]["login"]
+    root = await _post(bot, world.general_id, "a bot root: the bot follows its thread")
+    reply = await _post(alice, world.general_id, "a reply in the bot's thread, no mention", root["id"])
+    mention = await _post(alice, world.general_id, f"@{login} a root that mentions the bot")
+    plain = await _post(alice, world.general_id, "a plain root")
+    want = {("followed_thread_activity", reply["id"]), ("direct_mention_received", mention["id"])}
+    got: set[tuple[str, str]] = set()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while not want <= got and loop.time() < deadline:
+        async with rt(world) as sock:
+            hs = await sock.handshake(timeout=30)
+        got = set()
+        for ev in hs.catchup:
+            for op in ev.operations:
+                if op.WhichOneof("operation") != "notification_occurrences_replace":
+                    continue
+                for occ in op.notification_occurrences_replace.occurrences.occurrences:
+                    kind = occ.signal.WhichOneof("kind")
+                    if kind:
+                        got.add((kind, getattr(occ.signal, kind).message.event_id))
+        if not want <= got:
+            await asyncio.sleep(0.5)
+    assert want <= got, got
+    assert not any(eid == plain["id"] for _k, eid in got)

@@ -261,10 +261,39 @@ async def test_a_mention_in_a_reply_follows_the_thread_and_sends_a_live_notifica
         note = await sock.next_projection()
     assert op_names(note) == ["notification_occurrences_replace"] and not note.HasField("resume_cursor")
     page = note.operations[0].notification_occurrences_replace.occurrences
-    occ = page.occurrences[0]
+    kinds = {o.signal.WhichOneof("kind"): o for o in page.occurrences}
+    # one occurrence per signal kind (notificationSignalIdentity): the mention, and activity in
+    # the thread the mention made the bot follow
+    assert set(kinds) == {"direct_mention_received", "followed_thread_activity"} and page.unread_count == 2
+    occ = kinds["direct_mention_received"]
     ref = occ.signal.direct_mention_received.message
     assert (ref.room.id, ref.event_id, ref.thread_root_event_id) == (w.general_id, m.event_id, root.event_id)
-    assert occ.unread and occ.actor.id == w.alice_id and page.unread_count == 1
+    assert occ.unread and occ.actor.id == w.alice_id
+
+
+async def test_a_reply_in_a_thread_the_bot_follows_is_a_followed_thread_activity_occurrence(srv):
+    """cli/internal/core/notification_decisions.go: every follower of a thread but the author
+    gets ``followed_thread_activity`` for a reply (``threadFollowerIDs``), and the author of the
+    ``in_reply_to`` message ``reply_received``; notification_policy.go's defaults make both an
+    occurrence (``SILENT`` / ``ALERT``); followed rooms are ``OFF``: a root makes none."""
+    w = srv.world
+    root = srv.post(w.alice_id, w.general_id, "alice's topic")
+    mine = srv.reply(w.bot_id, w.general_id, root.event_id, "the bot answers")  # the bot follows now
+    srv.post(w.alice_id, w.general_id, "a root: no occurrence for the bot")
+    reply = srv.reply(w.alice_id, w.general_id, root.event_id, "thanks, no mention", in_reply_to=mine.event_id)
+    async with rt(srv) as sock:
+        hs = await sock.handshake()
+    pages = [
+        op.notification_occurrences_replace.occurrences
+        for ev in hs.catchup
+        for op in ev.operations
+        if op.WhichOneof("operation") == "notification_occurrences_replace"
+    ]
+    occs = pages[-1].occurrences
+    got = sorted(
+        (o.signal.WhichOneof("kind"), getattr(o.signal, o.signal.WhichOneof("kind")).message.event_id) for o in occs
+    )
+    assert got == [("followed_thread_activity", reply.event_id), ("reply_received", reply.event_id)]
 
 
 # ----------------------------------------------------------------------------- item 4
@@ -311,3 +340,51 @@ async def test_a_deleted_owner_invalidates_the_bots_key(srv):
         await sock.send_hello()
         frames, code = await sock.wait_closed()
     assert [f.error.code for f in frames] == ["authentication_required"] and code == 1008
+
+
+# ----------------------------------------------------------------------------- slow consumers
+
+
+async def test_a_slow_consumer_is_dropped_with_stream_closed_and_resumes_without_a_gap(srv):
+    """cli/internal/core/my_events_hub.go ``enqueueSubscriberLocked``: a subscriber whose live
+    queue is full (``myEventsSubscriberBuffer`` = 256) is torn down ("Slow myEvents subscriber
+    filled event queue"); realtime.go then writes what the socket holds and
+    ``close{stream_closed, reconnect, retry_after_ms: 1000}``. The resume cursor replays the rest.
+    Here the bot's socket writes one frame per 0.3 s (a client that stopped reading) and the
+    buffer is 5."""
+    import asyncio
+
+    w = srv.world
+    srv.subscriber_buffer = 5
+    async with rt(srv) as sock:
+        cursor = (await sock.handshake(retained=[w.general_id])).caught_up.cursor
+        (conn,) = [c for c in srv.hub.conns if c.user_id == w.bot_id]
+        send = conn.ws.send_bytes
+
+        async def slow(data):
+            await asyncio.sleep(0.3)
+            await send(data)
+
+        conn.ws.send_bytes = slow
+        posted = [srv.post(w.alice_id, w.general_id, f"message {i}").event_id for i in range(12)]
+        frames, _code = await sock.wait_closed(timeout=30)
+    assert srv.slow_disconnects == 1
+    close = frames[-1].close
+    assert (close.code, close.reconnect, close.retry_after_ms) == ("stream_closed", True, 1000)
+    live = [
+        op.room_timeline_event_upsert.event.id
+        for f in frames
+        if f.WhichOneof("frame") == "projection_event"
+        for op in f.projection_event.operations
+        if op.WhichOneof("operation") == "room_timeline_event_upsert"
+    ]
+    assert live and len(live) < len(posted)  # some arrived live, the rest did not
+    async with rt(srv) as sock:
+        hs = await sock.handshake(resume_cursor=cursor, retained=[w.general_id])
+    replayed = [
+        op.room_timeline_event_upsert.event.id
+        for ev in hs.catchup
+        for op in ev.operations
+        if op.WhichOneof("operation") == "room_timeline_event_upsert"
+    ]
+    assert replayed == posted  # nothing lost: the cursor (from before the burst) replays all 12

@@ -15,6 +15,7 @@ from hermes_chatto.ingress import (
     route,
     skip_reason,
     strip_code_and_quotes,
+    unstreamed_root_needs_read,
 )
 from hermes_chatto.wire.types import ChattoMessage, ChattoUser
 
@@ -170,3 +171,15 @@ def test_decide_edit_only_in_flight_trigger():
     me = ChattoUser(id=BOT, login="helper_bot", is_bot=True)
     assert decide_edit(msg("E1", author=me), BOT, inflight).reason == "own_message"
     assert decide_edit(msg("E1", body=" "), BOT, inflight).reason == "no_body"
+
+
+def test_an_announced_root_is_read_only_where_it_may_be_for_the_bot_without_a_mention():
+    """Bench P8 pitfall: reading every root Chatto announces in the rooms the socket does not
+    stream cost one GetMessage per message and put the bot behind the stream. In a channel that
+    needs a mention, the mention comes as a notification instead."""
+    need = unstreamed_root_needs_read
+    assert need("dm", free_response=False, require_mention=True)
+    assert need("", free_response=False, require_mention=True)  # unknown room: read it
+    assert need("channel", free_response=True, require_mention=True)
+    assert need("channel", free_response=False, require_mention=False)
+    assert not need("channel", free_response=False, require_mention=True)

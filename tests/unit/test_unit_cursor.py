@@ -15,8 +15,8 @@ class Store:
         self.writes = []
         self.closed = False
 
-    def load(self, bot):
-        return self.saved
+    def load_entry(self, bot):
+        return (self.saved, 1234.5) if self.saved else None
 
     def save(self, bot, cursor):
         self.writes.append((bot, cursor))
@@ -39,7 +39,7 @@ def test_load_throttle_and_close():
         k = CursorKeeper(conn, interval_s=0.05)
         store = k._store = Store(saved="c0")
         await k.open()
-        assert k.cursor == "c0"
+        assert k.cursor == "c0" and k.loaded_at == 1234.5
         log = []
         conn.seen = Seen(log)
         await k.on_cursor("c1")

@@ -6,7 +6,7 @@ import asyncio
 from types import SimpleNamespace
 
 from hermes_chatto.adapter.conn import Conn
-from hermes_chatto.adapter.followed import MAX_NOTICE_FETCHES, FollowedReplies
+from hermes_chatto.adapter.followed import MAX_NOTICE_FETCHES, RESUME_MARGIN_S, FollowedReplies
 from hermes_chatto.adapter.rooms import RoomDirectory
 from hermes_chatto.ingress import SeenSet
 from hermes_chatto.wire.errors import ChattoNotFound, ChattoTransientError
@@ -82,22 +82,66 @@ def test_a_failed_read_is_logged_and_may_be_tried_again():
     assert got == [("E1", False)] and len(client.reads) == 2
 
 
-def _notice(eid, *, created=100.0, room="Rfar", unread=True, actor="Ualice"):
-    return MessageNotice("direct_mention_received", room, eid, "Eroot", actor, unread, created)
+def _notice(eid, *, created=100.0, room="Rfar", unread=True, actor="Ualice", kind="direct_mention_received"):
+    return MessageNotice(kind, room, eid, "Eroot", actor, unread, created)
 
 
 def test_notifications_count_only_after_the_first_caught_up_and_are_bounded():
-    msgs = [_reply(f"E{i}") for i in range(MAX_NOTICE_FETCHES + 5)]
+    msgs = [_reply(f"E{i:02d}") for i in range(MAX_NOTICE_FETCHES + 5)]
     client = Client(msgs)
     unit, got, _ = _unit(client)
-    asyncio.run(unit.on_notices(NotificationsReplaced((_notice("E0"),))))  # catch-up snapshot: history
-    unit.caught_up(50.0)
+    asyncio.run(unit.on_notices(NotificationsReplaced((_notice("E00", created=10.0),))))  # catch-up: history
+    asyncio.run(unit.caught_up(50.0))
     old = _notice("Eold", created=10.0)
     read = _notice("Eread", unread=False)
     near = _notice("Enear", room="Rnear")
     own = _notice("Eown", actor="Ubot")
     new = tuple(_notice(m.event_id) for m in msgs)
     asyncio.run(unit.on_notices(NotificationsReplaced((old, read, near, own, *new))))
-    assert [e for e, _ in got] == [f"E{i}" for i in range(MAX_NOTICE_FETCHES)]
+    assert [e for e, _ in got] == [f"E{i:02d}" for i in range(MAX_NOTICE_FETCHES)]
     asyncio.run(unit.on_notices(NotificationsReplaced(new)))  # the rest, next time; seen ones skipped
     assert len(got) == len(msgs) and len(client.reads) == len(msgs)
+
+
+def test_notifications_are_read_oldest_first():
+    """Chatto's page is newest first; two people who mentioned the bot are answered in the order
+    they wrote."""
+    client = Client([_reply("Efirst"), _reply("Esecond"), _reply("Ethird")])
+    unit, got, _ = _unit(client)
+    asyncio.run(unit.caught_up(50.0))
+    page = (_notice("Ethird", created=103.0), _notice("Esecond", created=102.0), _notice("Efirst", created=101.0))
+    asyncio.run(unit.on_notices(NotificationsReplaced(page)))
+    assert [e for e, _ in got] == ["Efirst", "Esecond", "Ethird"]
+
+
+def test_after_a_restart_that_resumed_mentions_made_while_down_count():
+    """A gateway stopped at t=1000 (its resume cursor stored then) and back at t=5000: a mention
+    at t=3000 in an unstreamed channel is read; one from before the last gateway's cursor margin
+    is history; without a stored cursor only what comes after the first caught_up counts."""
+    client = Client([_reply("Edown"), _reply("Ebefore")])
+    unit, got, _ = _unit(client)
+    page = (_notice("Edown", created=3000.0), _notice("Ebefore", created=1000.0 - RESUME_MARGIN_S - 1))
+    # the catch-up's reconciliation carries the list before caught_up: it is read then
+    asyncio.run(unit.on_notices(NotificationsReplaced(page)))
+    assert got == []
+    asyncio.run(unit.caught_up(5000.0, resumed_from=1000.0))
+    assert [e for e, _ in got] == ["Edown"]
+    fresh, got2, _ = _unit(Client([_reply("Edown")]))
+    asyncio.run(fresh.caught_up(5000.0))  # no stored cursor: a fresh start
+    asyncio.run(fresh.on_notices(NotificationsReplaced((_notice("Edown", created=3000.0),))))
+    assert got2 == []
+
+
+def test_a_reaction_or_room_activity_notice_reads_nothing():
+    """Chatto makes an occurrence for a reaction to the bot's message and (when a user turns
+    it on) for room activity; neither is a message for the bot."""
+    client = Client([_reply("E1"), _reply("E2"), _reply("E3")])
+    unit, got, _ = _unit(client)
+    asyncio.run(unit.caught_up(50.0))
+    page = (
+        _notice("E1", kind="reaction_received"),
+        _notice("E2", kind="followed_room_activity"),
+        _notice("E3", kind="followed_thread_activity"),
+    )
+    asyncio.run(unit.on_notices(NotificationsReplaced(page)))
+    assert [e for e, _ in got] == ["E3"] and client.reads == [("Rfar", "E3")]

@@ -738,3 +738,21 @@ def test_hydration_pacer_follows_the_servers_bucket():
     for _ in range(20):
         p.take()
     assert p.wait() > 0  # capped at the burst
+
+
+async def test_the_socket_has_no_library_keepalive_that_could_close_a_busy_bot():
+    """Pitfall (bench P8): websockets' keepalive ping (20 s) waits for a pong that queues behind
+    every frame the bot has not read yet; a bot busy for 20 s closed its own healthy socket
+    with 1011 ("socket closed without a close frame") and resumed into a gap. Dead sockets
+    are found by Chatto's heartbeats instead (``stall_timeout``)."""
+    from hermes_chatto.wire.realtime import default_connect
+
+    async def script(c: Conn):
+        await c.idle()
+
+    async with FakeChatto(script) as srv:
+        ws = await default_connect(realtime_url(srv.base_url))
+        try:
+            assert ws.ping_interval is None and ws.keepalive_task is None
+        finally:
+            await ws.close()
