@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+import time
 from typing import TYPE_CHECKING
 
 from google.protobuf.message import DecodeError
@@ -113,6 +114,8 @@ class Conn:
         self.closing = False
         self.queue: asyncio.Queue = asyncio.Queue()
         self.frames_sent = 0
+        #: ``time.monotonic()`` when the writer began the frame it is still sending, else None
+        self.send_started: float | None = None
 
     # -- outgoing (server loop only)
 
@@ -147,10 +150,18 @@ class Conn:
                 frame = P.fact_frame(state, f, viewer, self.retained)
                 if frame is None:
                     continue
-                if self.queue.qsize() >= server.subscriber_buffer:
+                if self.queue.qsize() >= server.subscriber_buffer and self._write_blocked(server.slow_write_s):
                     self._slow_consumer()
                     return
                 self.send(frame.SerializeToString())
+
+    def _write_blocked(self, seconds: float) -> bool:
+        """The writer has waited at least ``seconds`` on one frame: the client is not reading
+        (its TCP window and this socket's buffers are full). A queue that is only long because
+        this server's own loop is busy is not the client's fault: Chatto's Go writer drains its
+        queue at once, until a write blocks."""
+        started = self.send_started
+        return started is not None and time.monotonic() - started >= seconds
 
     def _slow_consumer(self) -> None:
         """Chatto drops a subscriber whose live queue is full (``enqueueSubscriberLocked`` in
@@ -317,7 +328,9 @@ async def _writer(conn: Conn) -> None:
                 except Exception:
                     pass
                 return
+            conn.send_started = time.monotonic()
             await ws.send_bytes(item)
+            conn.send_started = None
             conn.frames_sent += 1
     except asyncio.CancelledError:
         raise

@@ -130,6 +130,9 @@ class LocalChatto:
         #: server drops it as a slow consumer (``myEventsSubscriberBuffer``, 256, in Chatto's
         #: cli/internal/core/my_events_hub.go; the socket then gets ``close{stream_closed}``)
         self.subscriber_buffer = 256
+        #: seconds one frame's write must have waited for the queue to count as the client's
+        #: (below that, a long queue is this server's own loop being busy)
+        self.slow_write_s = 2.0
         #: sockets dropped as slow consumers
         self.slow_disconnects = 0
         self.hub = Hub(self)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from hermes_chatto.testing import LocalChatto
+from hermes_chatto.testing.harness import wait_until
 from hermes_chatto.testing.rawclient import RawRealtime, op_names
 from hermes_chatto.wire.events import MessageEdited
 from hermes_chatto.wire.frames import Classifier
@@ -350,23 +351,29 @@ async def test_a_slow_consumer_is_dropped_with_stream_closed_and_resumes_without
     queue is full (``myEventsSubscriberBuffer`` = 256) is torn down ("Slow myEvents subscriber
     filled event queue"); realtime.go then writes what the socket holds and
     ``close{stream_closed, reconnect, retry_after_ms: 1000}``. The resume cursor replays the rest.
-    Here the bot's socket writes one frame per 0.3 s (a client that stopped reading) and the
-    buffer is 5."""
+    Here the bot's socket cannot write (a client that stopped reading: the write blocks) and
+    the buffer is 5. A queue that is long only while writes go through is not dropped."""
     import asyncio
+    import threading
 
     w = srv.world
-    srv.subscriber_buffer = 5
+    srv.subscriber_buffer, srv.slow_write_s = 5, 0.2
     async with rt(srv) as sock:
         cursor = (await sock.handshake(retained=[w.general_id])).caught_up.cursor
         (conn,) = [c for c in srv.hub.conns if c.user_id == w.bot_id]
-        send = conn.ws.send_bytes
+        send, unblock = conn.ws.send_bytes, threading.Event()
 
-        async def slow(data):
-            await asyncio.sleep(0.3)
+        async def blocked(data):
+            while not unblock.is_set():  # the client's TCP window is full
+                await asyncio.sleep(0.05)
             await send(data)
 
-        conn.ws.send_bytes = slow
-        posted = [srv.post(w.alice_id, w.general_id, f"message {i}").event_id for i in range(12)]
+        conn.ws.send_bytes = blocked
+        posted = [srv.post(w.alice_id, w.general_id, f"message {i}").event_id for i in range(3)]
+        await wait_until(lambda: conn._write_blocked(0.2), timeout=5, what="the first write blocked")
+        posted += [srv.post(w.alice_id, w.general_id, f"message {i}").event_id for i in range(3, 12)]
+        await wait_until(lambda: srv.slow_disconnects == 1, timeout=10, what="the slow consumer dropped")
+        unblock.set()
         frames, _code = await sock.wait_closed(timeout=30)
     assert srv.slow_disconnects == 1
     close = frames[-1].close
