@@ -19,7 +19,11 @@ through ingress:
   the list live after each mention and again at every catch-up, so a mention posted while
   the socket was down is read once it is back.
 
-Which occurrences count (the list keeps 90 days of history, newest first, at most 50):
+Chatto's list holds the newest 50 occurrences. When all 50 are newer than what the adapter
+has already evaluated (a burst, a long disconnect or downtime), the older ones are read with
+``ListNotificationOccurrences`` (100 a page, at most 10 pages) back to what was evaluated.
+
+Which occurrences count (the list keeps 90 days of history, newest first):
 those created since the bot has been watching — the first ``caught_up`` of this process or,
 when it resumed a stored resume cursor, the time the last gateway stored it, less
 :data:`RESUME_MARGIN_S` — that are unread, in a room the socket does not stream, not the
@@ -27,6 +31,7 @@ bot's own, and not in the seen-set. They are read oldest first.
 
 Deduplicated: one fetch per event id (a :class:`~hermes_chatto.bounded.BoundedSet` of
 fetched ids plus the persistent seen-set), at most :data:`MAX_NOTICE_FETCHES` per list;
+older pages counted in ``notice_pages``;
 counted in ``followed_thread_fetches`` / ``notice_fetches`` (the cost model in
 CONCEPTS.md). The turn that follows reads the thread through the frontier as any turn of a
 thread realtime did not watch (anchored, so nothing is skipped or repeated).
@@ -40,16 +45,22 @@ from typing import Any
 from ..bounded import BoundedSet
 from ..logs import get_logger
 from ..wire.errors import ChattoError, ChattoNotFound
-from ..wire.events import FollowedThreadsChanged, NotificationsReplaced
+from ..wire.events import FollowedThreadsChanged, MessageNotice, NotificationsReplaced
 from ..wire.types import ChattoMessage, ThreadKey
 from .conn import Conn
 from .rooms import RoomDirectory
 
 logger = get_logger("hermes_chatto.adapter")
 
-#: Most messages read for one ``notification_occurrences_replace`` (Chatto's page holds 50:
-#: ``defaultNotificationLimit``, cli/internal/connectapi/notification_occurrences.go).
-MAX_NOTICE_FETCHES = 50
+#: Occurrences in the list Chatto sends (``defaultNotificationLimit``,
+#: cli/internal/connectapi/notification_occurrences.go).
+NOTICE_PAGE = 50
+#: Occurrences per ``ListNotificationOccurrences`` page (Chatto's ``maxNotificationLimit``) and
+#: most pages read for one list: a full list that is all news (a long downtime) is followed
+#: back to what was already evaluated, at most ``NOTICE_PAGE + 10 × 100`` occurrences.
+NOTICE_LIST_LIMIT, MAX_NOTICE_PAGES = 100, 10
+#: Most messages read for one ``notification_occurrences_replace`` and its further pages.
+MAX_NOTICE_FETCHES = 500
 #: ``NotificationSignal`` kinds whose message may be for the bot (ingress decides): mentions
 #: of every sort, a reply to its message, a DM, activity in a thread it follows. Not
 #: ``reaction_received`` (a reaction is no message to answer) nor ``followed_room_activity``.
@@ -90,6 +101,9 @@ class FollowedReplies:
         self.since: float | None = None
         #: the newest list received before the first ``caught_up`` (the catch-up's own)
         self._pending: NotificationsReplaced | None = None
+        #: ``created_at`` of the newest occurrence evaluated so far (epoch seconds): a full
+        #: list whose oldest entry is newer may hide news on the next pages
+        self.evaluated_through: float | None = None
 
     async def caught_up(self, now: float, resumed_from: float | None = None) -> None:
         """The first ``caught_up`` (epoch seconds ``now``): later notifications are news.
@@ -122,9 +136,15 @@ class FollowedReplies:
         if since is None:
             self._pending = ev  # the catch-up's list: read at the first caught_up
             return
+        notices = list(ev.notices)
+        if len(notices) >= NOTICE_PAGE and self._may_hide_news(notices):
+            notices += await self._older_pages(len(notices))
+        stamps = [n.created_at for n in notices if n.created_at is not None]
+        if stamps:
+            self.evaluated_through = max(stamps + [self.evaluated_through or since])
         due = [
             n
-            for n in ev.notices
+            for n in notices
             if n.unread
             and n.kind in NOTICE_KINDS
             and n.created_at is not None
@@ -139,6 +159,34 @@ class FollowedReplies:
         due.sort(key=lambda n: n.created_at or 0.0)  # the page is newest first: answer in order
         for n in due[:MAX_NOTICE_FETCHES]:
             await self._fetch(n.room_id, n.event_id, "notice_fetches", None)
+
+    def _may_hide_news(self, notices: list[MessageNotice]) -> bool:
+        """The list is full and even its oldest entry is newer than what was evaluated
+        (or than ``since``): more news may be on the next pages."""
+        oldest = min((n.created_at for n in notices if n.created_at is not None), default=None)
+        mark = self.evaluated_through if self.evaluated_through is not None else self.since
+        return oldest is not None and mark is not None and oldest > mark
+
+    async def _older_pages(self, offset: int) -> list[MessageNotice]:
+        """``ListNotificationOccurrences`` pages after the first ``offset`` occurrences, until
+        one reaches what was evaluated, the last page, or :data:`MAX_NOTICE_PAGES`; counted in
+        ``notice_pages``. A failed read is a WARNING; what was read so far is used."""
+        client: Any = self._conn.client
+        out: list[MessageNotice] = []
+        if client is None or not hasattr(client, "list_notifications"):
+            return out
+        for _ in range(MAX_NOTICE_PAGES):
+            try:
+                page, more = await client.list_notifications(offset=offset, limit=NOTICE_LIST_LIMIT)
+            except ChattoError as exc:
+                logger.warning("Chatto: reading older notifications failed (%s): %s", exc.code, exc)
+                break
+            self._conn.counters["notice_pages"] += 1
+            out += page
+            offset += NOTICE_LIST_LIMIT
+            if not more or not page or not self._may_hide_news(list(page)):
+                break
+        return out
 
     async def _fetch(self, room_id: str, event_id: str, counter: str, threads: Iterable[ThreadKey] | None) -> None:
         """``GetMessage(room_id, event_id)`` once; a thread reply (of one of ``threads``

@@ -267,14 +267,20 @@ def visible_rooms(state: ChattoState, viewer: str) -> list[RoomRec]:
     return [r for r in state.rooms.values() if state.can_see(viewer, r)]
 
 
-def notifications_replace(state: ChattoState, viewer: str) -> pb.RealtimeProjectionNotificationOccurrencesReplace:
-    """The viewer's notification occurrences, newest first (at most 50), and the unread count
-    (``BuildRealtimeProjectionNotifications``; Notifications 2.0)."""
+def notification_page(
+    state: ChattoState, viewer: str, *, offset: int = 0, limit: int = 50
+) -> pb.ListNotificationOccurrencesResponse:
+    """The viewer's notification occurrences, newest first, ``limit`` of them after skipping
+    ``offset``, with the page info and the unread count (``ListNotificationOccurrences``;
+    Notifications 2.0, connectapi/notification_occurrences.go)."""
     notes = state.notifications.get(viewer, [])
-    out = pb.RealtimeProjectionNotificationOccurrencesReplace()
-    page = out.occurrences
+    page = pb.ListNotificationOccurrencesResponse()
     page.unread_count = sum(1 for n in notes if n.unread)
-    for n in reversed(notes[-50:]):
+    newest_first = notes[::-1]
+    chosen = newest_first[offset : offset + limit]
+    page.page.total_count = len(notes)
+    page.page.has_more = offset + len(chosen) < len(notes)
+    for n in chosen:
         occ = page.occurrences.add(id=n.id, unread=n.unread)
         occ.created_at.CopyFrom(R.ts(n.created_ns))
         actor = state.users.get(n.actor_id)
@@ -289,6 +295,14 @@ def notifications_replace(state: ChattoState, viewer: str) -> pb.RealtimeProject
         ref.event_id = n.event_id
         if n.thread_root_event_id:
             ref.thread_root_event_id = n.thread_root_event_id
+    return page
+
+
+def notifications_replace(state: ChattoState, viewer: str) -> pb.RealtimeProjectionNotificationOccurrencesReplace:
+    """The viewer's first page of notification occurrences (at most 50, newest first), as
+    ``BuildRealtimeProjectionNotifications`` sends it."""
+    out = pb.RealtimeProjectionNotificationOccurrencesReplace()
+    out.occurrences.CopyFrom(notification_page(state, viewer))
     return out
 
 

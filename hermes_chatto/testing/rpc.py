@@ -37,6 +37,7 @@ from hermes_chatto.logs import get_logger
 from hermes_chatto.wire.errors import ChattoError
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
+from . import projection as P
 from . import render as R
 from .assets import ASSET_METHODS, request_limit
 from .state import ChattoState, err
@@ -194,6 +195,18 @@ def get_message(ctx: Ctx, req) -> pb.GetMessageResponse:
         return pb.GetMessageResponse(message=R.message_pb(m, ctx.me, s))
 
 
+def list_notifications(ctx: Ctx, req) -> pb.ListNotificationOccurrencesResponse:
+    """``NotificationService/ListNotificationOccurrences``: 50 by default, at most 100
+    (``defaultNotificationLimit`` / ``maxNotificationLimit``); a limit over 500 or a negative
+    offset fails request validation (pagination.proto)."""
+    limit, offset = req.page.limit, req.page.offset
+    if limit < 0 or limit > 500 or offset < 0:
+        raise err("invalid_argument", "validation error: page limit must be 0..500 and offset >= 0")
+    s = ctx.state
+    with s.lock:
+        return P.notification_page(s, ctx.me, offset=offset, limit=min(limit or 50, 100))
+
+
 def _reaction(m, emoji: str, viewer: str) -> pb.MessageReaction | None:
     users = m.reactions.get(emoji)
     if not users:
@@ -284,6 +297,11 @@ METHODS: dict[str, tuple[type[Message], Callable[[Ctx, Any], Any], bool]] = {
     API + "ThreadService/GetThreadEventsAround": (pb.GetThreadEventsAroundRequest, get_thread_events_around, False),
     API + "UserService/BatchGetUsers": (pb.BatchGetUsersRequest, batch_get_users, False),
     API + "UserService/GetUser": (pb.GetUserRequest, get_user, False),
+    API + "NotificationService/ListNotificationOccurrences": (
+        pb.ListNotificationOccurrencesRequest,
+        list_notifications,
+        False,
+    ),
 }
 METHODS.update(ASSET_METHODS)  # AssetUploadService, AssetService (testing/assets.py)
 

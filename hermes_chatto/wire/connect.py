@@ -61,6 +61,8 @@ from .errors import (
     ChattoResourceExhausted,
     ChattoTransientError,
 )
+from .events import MessageNotice
+from .notices import notices_from_pb
 from .proto import chatto_pb2 as pb
 from .types import (
     BotToken,
@@ -524,6 +526,20 @@ class ChattoClient:
             pb.GetMessageResponse,
         )
         return message_from_pb(r.message)
+
+    async def list_notifications(self, *, offset: int = 0, limit: int = 100) -> tuple[tuple[MessageNotice, ...], bool]:
+        """One page of the bot's own notification occurrences, newest first:
+        ``NotificationService/ListNotificationOccurrences`` with ``page{limit, offset}``
+        (counts of occurrences; Chatto answers at most 100, connectapi/notification_occurrences.go).
+        Returns ``(notices, has_more)``; the notices as :func:`.notices.notices_from_pb` gives
+        them. Raises :class:`ChattoError` subclasses like every call."""
+        if offset < 0 or not 0 < limit <= 100:
+            raise ValueError("offset must be >= 0 and limit 1..100")
+        req = pb.ListNotificationOccurrencesRequest(page=pb.PageRequest(limit=limit, offset=offset))
+        r = await self._call(
+            API, "NotificationService", "ListNotificationOccurrences", req, pb.ListNotificationOccurrencesResponse
+        )
+        return notices_from_pb(r), r.page.has_more
 
     @staticmethod
     def _cursor(

@@ -273,23 +273,47 @@ async def test_plain_roots_of_an_unretained_channel_cost_no_read_and_a_mention_i
     assert len(gw.agent.calls) == 1 and gw.agent.calls[0].message.endswith("one for you")
 
 
-async def test_a_mention_in_an_unretained_channel_while_the_gateway_was_down_is_answered_once(chatto_world, gateway):
-    """After a restart that resumes its stored cursor, the notification list of the catch-up
-    names what was mentioned while the gateway was down; it is answered once, and what the
-    last gateway had answered is not answered again."""
-    srv = chatto_world
+async def _answer_one_then_stop(srv, gateway):
+    """A gateway in 65 rooms answers one mention in the unretained room, then stops (its
+    resume cursor stored). Returns ``(room, alice's id, the answered mention)``."""
     gw, room = await _bot_in_65_rooms(srv, gateway)
     alice = srv.world.alice_id
     first = srv.post(alice, room, "@helper_bot before the restart")
     await wait_for(lambda: bot_replies(gw, room, first.event_id), what="the first answer")
     await idle(gw, timeout=15.0)
     await gw.stop()
+    return room, alice, first
+
+
+async def test_a_mention_in_an_unretained_channel_while_the_gateway_was_down_is_answered_once(chatto_world, gateway):
+    """After a restart that resumes its stored cursor, the notification list of the catch-up
+    names what was mentioned while the gateway was down; it is answered once, and what the
+    last gateway had answered is not answered again."""
+    srv = chatto_world
+    room, alice, first = await _answer_one_then_stop(srv, gateway)
     down = srv.post(alice, room, "@helper_bot while you were down")
     gw2 = await gateway()
     await wait_for(lambda: bot_replies(gw2, room, down.event_id), what="the mention made while down answered")
     await idle(gw2, timeout=15.0)
     assert [c.message.split("] ", 1)[-1] for c in gw2.agent.calls] == ["@helper_bot while you were down"]
     assert len(bot_replies(gw2, room, first.event_id)) == 1
+
+
+async def test_sixty_mentions_while_the_gateway_was_down_are_all_answered_once(chatto_world, gateway):
+    """Chatto's realtime list holds the newest 50 occurrences: the other 10 of 60 mentions made
+    while the gateway was down are on the next page of ``ListNotificationOccurrences``. Every one
+    is answered once."""
+    srv = chatto_world
+    room, alice, first = await _answer_one_then_stop(srv, gateway)
+    down = [srv.post(alice, room, f"@helper_bot question {i:02d}") for i in range(60)]
+    gw2 = await gateway()
+    await wait_for(lambda: len(gw2.agent.calls) >= 60, timeout=60, what="sixty turns")
+    await idle(gw2, timeout=20.0)
+    asked = [c.message.split("] ", 1)[-1] for c in gw2.agent.calls]
+    # each is its own thread, so Hermes runs them side by side (the unit test pins the order)
+    assert sorted(asked) == [m.body for m in down]
+    assert all(len(bot_replies(gw2, room, m.event_id)) == 1 for m in down)
+    assert gw2.adapter.stats["notice_pages"] == 1 and gw2.adapter.stats["notice_fetches"] == 60
 
 
 # ----------------------------------------------------------------------------- item 4

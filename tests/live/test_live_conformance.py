@@ -1123,3 +1123,36 @@ async def test_the_bots_notifications_name_its_mentions_and_replies_in_threads_i
             await asyncio.sleep(0.5)
     assert want <= got, got
     assert not any(eid == plain["id"] for _k, eid in got)
+
+
+async def test_list_notification_occurrences_pages_newest_first(world):
+    """connectapi/notification_occurrences.go ``ListNotificationOccurrences``: the viewer's
+    occurrences newest activity first, ``page{limit, offset}``, ``page.has_more`` while more
+    follow; what the adapter reads when the realtime list (the newest 50) is all news."""
+    bot, alice = world.bot(), world.alice()
+    login = (await asyncio.to_thread(bot.ok, "ViewerService/GetViewer", {}))["user"]["profile"]["login"]
+    first = await _post(alice, world.general_id, f"@{login} first of two for the page test")
+    second = await _post(alice, world.general_id, f"@{login} second of two for the page test")
+
+    def page(offset: int, limit: int) -> dict:
+        req = {"page": {"limit": limit, "offset": offset}}
+        return bot.ok("NotificationService/ListNotificationOccurrences", req)
+
+    def mention_ids(resp: dict) -> list[str]:
+        return [
+            o["signal"]["directMentionReceived"]["message"]["eventId"]
+            for o in resp.get("occurrences", [])
+            if "directMentionReceived" in o.get("signal", {})
+        ]
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    top = await asyncio.to_thread(page, 0, 2)
+    while mention_ids(top)[:2] != [second["id"], first["id"]] and loop.time() < deadline:
+        await asyncio.sleep(0.5)  # occurrences are materialised asynchronously
+        top = await asyncio.to_thread(page, 0, 2)
+    assert mention_ids(top)[:2] == [second["id"], first["id"]], top
+    one = await asyncio.to_thread(page, 0, 1)
+    nxt = await asyncio.to_thread(page, 1, 1)
+    assert len(one["occurrences"]) == 1 and one["page"]["hasMore"] is True
+    assert mention_ids(one) == [second["id"]] and mention_ids(nxt) == [first["id"]]

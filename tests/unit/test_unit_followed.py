@@ -145,3 +145,38 @@ def test_a_reaction_or_room_activity_notice_reads_nothing():
     )
     asyncio.run(unit.on_notices(NotificationsReplaced(page)))
     assert [e for e, _ in got] == ["E3"] and client.reads == [("Rfar", "E3")]
+
+
+class PagedClient(Client):
+    """``Client`` whose notification list has older pages (newest first, like Chatto's)."""
+
+    def __init__(self, msgs, older):
+        super().__init__(msgs)
+        self.older = older
+        self.pages: list[tuple[int, int]] = []
+
+    async def list_notifications(self, *, offset, limit):
+        self.pages.append((offset, limit))
+        chunk = self.older[offset - 50 : offset - 50 + limit]
+        return tuple(chunk), offset - 50 + limit < len(self.older)
+
+
+def test_a_full_list_of_news_is_followed_to_older_pages_and_all_is_answered_oldest_first():
+    """More than 50 occurrences while the socket was down: Chatto's list holds the newest 50;
+    the next pages (ListNotificationOccurrences) hold the rest, back to what was evaluated."""
+    from hermes_chatto.adapter.followed import NOTICE_PAGE
+
+    msgs = [_reply(f"E{i:03d}") for i in range(170)]
+    notes = [_notice(m.event_id, created=1000.0 + i) for i, m in enumerate(msgs)]  # oldest first
+    newest_first = notes[::-1]
+    client = PagedClient(msgs, newest_first[NOTICE_PAGE:])
+    unit, got, conn = _unit(client)
+    asyncio.run(unit.caught_up(999.0))
+    asyncio.run(unit.on_notices(NotificationsReplaced(tuple(newest_first[:NOTICE_PAGE]))))
+    assert [e for e, _ in got] == [m.event_id for m in msgs]  # every one, in the order written
+    assert client.pages == [(50, 100), (150, 100)] and conn.counters["notice_pages"] == 2
+    # the next list: one new occurrence on top of 49 evaluated ones reads no older page
+    new = _reply("Enew")
+    client.msgs["Enew"] = new
+    asyncio.run(unit.on_notices(NotificationsReplaced((_notice("Enew", created=2000.0), *newest_first[:49]))))
+    assert got[-1][0] == "Enew" and len(client.pages) == 2

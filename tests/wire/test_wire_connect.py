@@ -710,3 +710,45 @@ async def test_key_never_in_errors_or_logs(client, mock, caplog):
         *(str(e.__cause__) for e in errors),
     ]:
         assert SECRET not in text and KEY not in text
+
+
+async def test_list_notifications_pages_and_maps_occurrences(client, mock):
+    """``NotificationService/ListNotificationOccurrences`` as the real server answers it (JSON
+    shape seen on Chatto main 811e624): the request's ``page{limit, offset}``, the occurrences
+    as MessageNotice, ``page.hasMore``."""
+    route = mock.post(url(f"{API}.NotificationService/ListNotificationOccurrences")).mock(
+        return_value=ok(
+            {
+                "occurrences": [
+                    {
+                        "id": "N1",
+                        "createdAt": "2026-12-02T01:00:00.500Z",
+                        "actor": {"id": "Ualice"},
+                        "signal": {
+                            "followedThreadActivity": {
+                                "message": {"room": {"id": "R1"}, "eventId": "E2", "threadRootEventId": "E1"}
+                            }
+                        },
+                        "unread": True,
+                    },
+                    {"id": "N0", "signal": {}, "unread": True},  # a kind this subset does not know
+                ],
+                "page": {"totalCount": "160", "hasMore": True},
+            }
+        )
+    )
+    notices, more = await client.list_notifications(offset=50, limit=100)
+    assert json.loads(route.calls.last.request.content) == {"page": {"limit": 100, "offset": 50}}
+    assert more is True and len(notices) == 1
+    n = notices[0]
+    assert (n.kind, n.room_id, n.event_id, n.thread_root_event_id, n.actor_id, n.unread) == (
+        "followed_thread_activity",
+        "R1",
+        "E2",
+        "E1",
+        "Ualice",
+        True,
+    )
+    assert n.created_at == 1796173200.5
+    with pytest.raises(ValueError):
+        await client.list_notifications(limit=101)

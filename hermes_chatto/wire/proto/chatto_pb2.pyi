@@ -937,13 +937,37 @@ class NotificationOccurrence(_message.Message):
     unread: bool
     def __init__(self, id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor: _Optional[_Union[User, _Mapping]] = ..., signal: _Optional[_Union[NotificationSignal, _Mapping]] = ..., unread: _Optional[bool] = ...) -> None: ...
 
+class PageRequest(_message.Message):
+    __slots__ = ("limit", "offset")
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    offset: int
+    def __init__(self, limit: _Optional[int] = ..., offset: _Optional[int] = ...) -> None: ...
+
+class PageInfo(_message.Message):
+    __slots__ = ("total_count", "has_more")
+    TOTAL_COUNT_FIELD_NUMBER: _ClassVar[int]
+    HAS_MORE_FIELD_NUMBER: _ClassVar[int]
+    total_count: int
+    has_more: bool
+    def __init__(self, total_count: _Optional[int] = ..., has_more: _Optional[bool] = ...) -> None: ...
+
+class ListNotificationOccurrencesRequest(_message.Message):
+    __slots__ = ("page",)
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    page: PageRequest
+    def __init__(self, page: _Optional[_Union[PageRequest, _Mapping]] = ...) -> None: ...
+
 class ListNotificationOccurrencesResponse(_message.Message):
-    __slots__ = ("occurrences", "unread_count")
+    __slots__ = ("occurrences", "page", "unread_count")
     OCCURRENCES_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
     UNREAD_COUNT_FIELD_NUMBER: _ClassVar[int]
     occurrences: _containers.RepeatedCompositeFieldContainer[NotificationOccurrence]
+    page: PageInfo
     unread_count: int
-    def __init__(self, occurrences: _Optional[_Iterable[_Union[NotificationOccurrence, _Mapping]]] = ..., unread_count: _Optional[int] = ...) -> None: ...
+    def __init__(self, occurrences: _Optional[_Iterable[_Union[NotificationOccurrence, _Mapping]]] = ..., page: _Optional[_Union[PageInfo, _Mapping]] = ..., unread_count: _Optional[int] = ...) -> None: ...
 
 class RealtimeProjectionNotificationOccurrencesReplace(_message.Message):
     __slots__ = ("play_notification_sound", "occurrences")
