@@ -859,8 +859,10 @@ async def _rooms_checks(client: Any, settings: ChattoSettings) -> list[Check]:
         check = Check(
             "rooms",
             WARN,
-            f"{summary}: more than {MAX_RETAINED_ROOMS}; realtime delivers messages of at most "
-            f"{MAX_RETAINED_ROOMS} rooms per socket, the rest are polled",
+            f"{summary}: more than {MAX_RETAINED_ROOMS}; realtime streams at most "
+            f"{MAX_RETAINED_ROOMS} rooms per socket; in the others the bot reads only what its "
+            "notifications name (mentions, replies to it, threads it follows) and DM or "
+            "free-response root messages",
             "remove the bot from rooms it does not serve, or list the important ones in CHATTO_RETAINED_ROOMS",
             _elapsed(t0),
         )

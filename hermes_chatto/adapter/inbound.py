@@ -184,7 +184,12 @@ class Inbound:
         except ChattoNotFound:
             return
         except ChattoError as exc:
-            logger.debug("Chatto: GetMessage after room_activity failed: %s", exc)
+            # A person's message the bot cannot read: say so where an operator looks. A DM's
+            # message comes again as a notification (direct_message_received); a root of a
+            # free-response room does not.
+            logger.warning(
+                "Chatto: could not read message %s in room %s (%s): %s", ev.projection_id, ev.room_id, exc.code, exc
+            )
             return
         await self.on_new_message(msg, msg.event_id, retained=False)
 
