@@ -57,9 +57,9 @@ class Pipeline:
         from hermes_chatto import compat
         from hermes_chatto.ingress import IngressContext, SeenSet, decide
         from hermes_chatto.wire.events import NewMessage
-        from hermes_chatto.wire.frames import Classifier, decode_server_frame
+        from hermes_chatto.wire.frames import Classifier, decode_server_frame_lean
 
-        self.decode = decode_server_frame
+        self.decode = decode_server_frame_lean
         self.classifier = Classifier(bot_user_id=factory.bot[0])
         if dedupe == "adapter":
             from hermes_chatto.adapter import _make_seen_store
