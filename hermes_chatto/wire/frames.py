@@ -197,7 +197,13 @@ def decode_server_frame_lean(data: bytes | bytearray | memoryview | str) -> pb.L
     :class:`FrameDecodeError` instead (so together they reject exactly what the full schema
     rejects).
     """
-    return _decode(data, _parse_lean_frame)
+    frame = _decode(data, _parse_lean_frame)
+    if frame.WhichOneof("frame") != "projection_event":
+        # A frame that is not a projection event is small and rare (heartbeat, pong …), but
+        # may still carry a projection event an encoder put before its last frame kind (the
+        # oneof keeps the last): the full parse checks that one as well.
+        _decode(data, _parse_server_frame)
+    return frame
 
 
 _parse_server_frame = pb.RealtimeServerFrame.FromString
@@ -255,6 +261,7 @@ _NOT_NEEDED: dict[str, Ignored] = {}
 
 _user = lean.user
 _users = lean.users
+_check_users = lean.check_users
 _viewer_room = lean.viewer_room
 _activity_room = lean.activity_room
 
@@ -496,7 +503,9 @@ class Classifier:
     ) -> RealtimeEvent:
         ctx["rows"] = _ROWS_SEEN
         ev = up.event
+        inc = up.includes  # raw bytes (wire/lean.py): parsed only where users are needed
         if not ev.HasField("message_posted"):  # the oneof holds another row kind, or none
+            _check_users(inc)
             return Ignored("non_message_row", detail=ev.id)
         m = ev.message_posted.message
         mid = m.id
@@ -508,6 +517,7 @@ class Classifier:
             key = None
         known = self._known
         if up.HasField("reaction_change"):
+            _check_users(inc)
             rc = up.reaction_change
             if mid not in known:
                 known.put(mid, key, touch=False)
@@ -521,12 +531,13 @@ class Classifier:
             )
         if hf("deleted_at"):
             known.put(mid, key, touch=False)
-            return MessageDeleted(message=_msg(m, _users(up.includes)), projection_id=pid, resume_cursor=cursor)
+            return MessageDeleted(message=_msg(m, _users(inc)), projection_id=pid, resume_cursor=cursor)
         if mid == pid:
             known.put(mid, key, touch=False)
             if m.echo_of_event_id:
+                _check_users(inc)
                 return Ignored("echo_row", mid)
-            users = _users(up.includes)
+            users = _users(inc)
             msg = _posted(m, mid, key, users)
             root = msg.thread_root_event_id
             if root:
@@ -541,8 +552,9 @@ class Classifier:
         known.put(mid, key, touch=False)
         if prev is not _MISSING and prev != key:
             return MessageEdited(
-                message=_msg(m, _users(up.includes)), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
+                message=_msg(m, _users(inc)), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
             )
+        _check_users(inc)
         roots = ctx.get("roots")
         if roots is not None and mid in roots:
             return Ignored("thread_root_refresh", mid)
@@ -550,7 +562,7 @@ class Classifier:
             # Never seen (a replay resume, or aged out of the known memory) and edited:
             # report it as an edit; the consumer ignores an edit whose text it already has.
             return MessageEdited(
-                message=_msg(m, _users(up.includes)), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
+                message=_msg(m, _users(inc)), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
             )
         return Ignored("summary_refresh", mid)
 

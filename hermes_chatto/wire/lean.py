@@ -31,6 +31,8 @@ __all__ = [
     "ThreadState",
     "user",
     "users",
+    "check_users",
+    "users_of",
     "viewer_room",
     "activity_room",
     "thread_states",
@@ -80,6 +82,13 @@ def users(raw: bytes) -> dict[str, ChattoUser]:
             _INCLUDES_CACHE.clear()
         hit = _INCLUDES_CACHE[raw] = {k: user(v) for k, v in inc.users.items()}
     return hit.copy()
+
+
+def check_users(raw: bytes) -> None:
+    """Raise ``DecodeError`` when raw ``RoomTimelineIncludes`` do not parse (checked once per
+    distinct bytes, through :func:`users`' cache): for the upserts that never read them."""
+    if raw and raw not in _INCLUDES_CACHE:
+        users(raw)
 
 
 def users_of(includes: pb.RoomTimelineIncludes) -> dict[str, ChattoUser]:
