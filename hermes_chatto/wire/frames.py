@@ -197,8 +197,14 @@ def decode_server_frame_lean(data: bytes | bytearray | memoryview | str) -> pb.L
     :class:`FrameDecodeError` instead (so together they reject exactly what the full schema
     rejects).
     """
-    frame = _decode(data, _parse_lean_frame)
-    if frame.WhichOneof("frame") != "projection_event":
+    if type(data) is bytes:  # the common case, without a call to _decode
+        try:
+            frame = _parse_lean_frame(data)
+        except Exception:  # DecodeError (and anything runtime-specific): _decode words it
+            frame = _decode(data, _parse_lean_frame)
+    else:
+        frame = _decode(data, _parse_lean_frame)
+    if not frame.HasField("projection_event"):
         # A frame that is not a projection event is small and rare (heartbeat, pong …), but
         # may still carry a projection event an encoder put before its last frame kind (the
         # oneof keeps the last): the full parse checks that one as well.
@@ -434,9 +440,9 @@ class Classifier:
         full ``RealtimeServerFrame`` (re-encoded to the lean type first: same events). Raises
         :class:`FrameDecodeError` when a part of a lean frame that arrived as raw bytes does
         not parse (see :mod:`hermes_chatto.wire.lean`)."""
-        kind = frame.WhichOneof("frame")
-        if kind == "projection_event":
+        if frame.HasField("projection_event"):  # cheaper than WhichOneof, and most frames are
             return self.classify_projection(frame.projection_event)
+        kind = frame.WhichOneof("frame")
         if kind == "caught_up":
             return [CaughtUp(cursor=frame.caught_up.cursor)]
         if kind == "event":
