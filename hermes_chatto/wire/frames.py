@@ -270,6 +270,7 @@ _users = lean.users
 _check_users = lean.check_users
 _viewer_room = lean.viewer_room
 _activity_room = lean.activity_room
+_thread_states = lean.thread_states
 
 
 def _ts(t: Timestamp) -> float | None:
@@ -481,6 +482,9 @@ class Classifier:
             elif name == "room_activity":
                 ctx["rows"] = _ROWS_SEEN
                 out.append(RoomActivity(_activity_room(op.room_activity), pid, pe.actor_id, cursor))
+            elif name == "thread_viewer_states_replace" and "rows" in ctx:  # see _thread_states
+                _thread_states(op.thread_viewer_states_replace)  # checked (parsed once), not read
+                out.append(FollowedThreadsChanged((), pid, pe.actor_id, ""))
             elif name is None:
                 counters["unknown_operations"] += 1
                 out.append(Ignored("unknown_operation", pid))
