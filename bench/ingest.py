@@ -1,6 +1,7 @@
 """The live-ingest pipeline the adapter runs per realtime frame, without sockets.
 
-``decode_server_frame`` (wire/frames.py) → ``Classifier.classify`` → for each
+``decode_server_frame_lean`` (wire/frames.py: the lean, wire-compatible schema of the ingest
+hot path) → ``Classifier.classify`` → for each
 ``NewMessage``: ``ingress.decide`` (own-message check, dedupe against the adapter's
 seen-store, skip rules, mention gate, routing) → for a dispatch: ``build_source`` (the
 host's ``BasePlatformAdapter.build_source``) + ``compat.make_event`` (a real Hermes

@@ -440,7 +440,9 @@ class Classifier:
         ``frame`` is a ``LeanServerFrame`` (:func:`decode_server_frame_lean`, the hot path) or a
         full ``RealtimeServerFrame`` (re-encoded to the lean type first: same events). Raises
         :class:`FrameDecodeError` when a part of a lean frame that arrived as raw bytes does
-        not parse (see :mod:`hermes_chatto.wire.lean`)."""
+        not parse (see :mod:`hermes_chatto.wire.lean`); the rows handled before that part may
+        then already be in the known-message memory (harmless: it only tells an edit from a
+        summary refresh, and the frame's events are not delivered)."""
         if frame.HasField("projection_event"):  # cheaper than WhichOneof, and most frames are
             return self.classify_projection(frame.projection_event)
         kind = frame.WhichOneof("frame")
