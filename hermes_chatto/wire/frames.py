@@ -444,7 +444,13 @@ class Classifier:
         then already be in the known-message memory (harmless: it only tells an edit from a
         summary refresh, and the frame's events are not delivered)."""
         if frame.HasField("projection_event"):  # cheaper than WhichOneof, and most frames are
-            return self.classify_projection(frame.projection_event)
+            pe = frame.projection_event
+            if type(pe) is _LEAN_EVENT:  # the hot path, one call less
+                try:
+                    return self._classify_lean(pe)
+                except DecodeError as exc:
+                    raise FrameDecodeError(f"undecodable realtime projection event: {exc}") from None
+            return self.classify_projection(pe)
         kind = frame.WhichOneof("frame")
         if kind == "caught_up":
             return [CaughtUp(cursor=frame.caught_up.cursor)]
@@ -472,35 +478,36 @@ class Classifier:
         pid = pe.id
         cursor = pe.resume_cursor or None
         out: list[RealtimeEvent] = []
+        append = out.append
         ctx: _OpContext = {}
         ops = self._ops
         for op in pe.operations:
             name = op.WhichOneof("operation")
             # the three operations of every message frame first, without a handler call
             if name == "room_timeline_event_upsert":
-                out.append(self._upsert(op.room_timeline_event_upsert, pe, pid, cursor, ctx))
+                append(self._upsert(op.room_timeline_event_upsert, pe, pid, cursor, ctx))
             elif name == "room_viewer_state_replace":
-                out.append(RoomUpdated(_viewer_room(op.room_viewer_state_replace), True, pid))
+                append(RoomUpdated(_viewer_room(op.room_viewer_state_replace), True, pid))
             elif name == "room_activity":
                 ctx["rows"] = _ROWS_SEEN
-                out.append(RoomActivity(_activity_room(op.room_activity), pid, pe.actor_id, cursor))
+                append(RoomActivity(_activity_room(op.room_activity), pid, pe.actor_id, cursor))
             elif name == "thread_viewer_states_replace" and "rows" in ctx:  # see _thread_states
                 _thread_states(op.thread_viewer_states_replace)  # checked (parsed once), not read
-                out.append(FollowedThreadsChanged((), pid, pe.actor_id, ""))
+                append(FollowedThreadsChanged((), pid, pe.actor_id, ""))
             elif name is None:
                 counters["unknown_operations"] += 1
-                out.append(Ignored("unknown_operation", pid))
+                append(Ignored("unknown_operation", pid))
             else:
                 handler = ops.get(name)
                 if handler is not None:
-                    out.append(handler(op, pe, pid, cursor, ctx))
+                    append(handler(op, pe, pid, cursor, ctx))
                 else:
                     ign = _NOT_NEEDED.get(name)
                     if ign is None:
                         ign = _NOT_NEEDED[name] = Ignored("not_needed", name)
-                    out.append(ign)
+                    append(ign)
         if cursor:
-            out.append(CursorAdvanced(cursor, pid))
+            append(CursorAdvanced(cursor, pid))
         return out
 
     # -- operation handlers -----------------------------------------------------------
