@@ -242,3 +242,16 @@ def test_users_from_raw_includes_are_a_fresh_dict_each_time():
     first.clear()
     assert lean.users(raw)["Ualice000000001"].login == "alice"
     assert lean.users(b"") == {}
+
+
+def test_lean_decode_accepts_and_rejects_what_the_full_decode_does():
+    data = _corpus()[len(SERVER_BINS)]
+    want = decode_server_frame(data)
+    for d in (data, bytearray(data), memoryview(data)):
+        assert pb.RealtimeServerFrame.FromString(decode_server_frame_lean(d).SerializeToString()) == want
+    for bad in (data.decode("latin-1"), data[:-3]):
+        with pytest.raises(FrameDecodeError):
+            decode_server_frame(bad)
+        with pytest.raises(FrameDecodeError):
+            decode_server_frame_lean(bad)
+    assert decode_server_frame_lean(b"").WhichOneof("frame") is None  # an empty frame: unknown kind
