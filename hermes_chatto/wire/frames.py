@@ -214,8 +214,6 @@ def decode_server_frame_lean(data: bytes | bytearray | memoryview | str) -> pb.L
 
 _parse_server_frame = pb.RealtimeServerFrame.FromString
 _parse_lean_frame = pb.LeanServerFrame.FromString
-_LEAN_FRAME = pb.LeanServerFrame
-_LEAN_EVENT = pb.LeanProjectionEvent
 
 
 # ----------------------------------------------------------------------------- classifier
@@ -234,7 +232,13 @@ _OpContext = dict[str, set[str]]
 #: The ``"rows"`` marker of :data:`_OpContext`; never mutated.
 _ROWS_SEEN: set[str] = set()
 
-_OpHandler = Callable[[pb.LeanOperation, pb.LeanProjectionEvent, str, str | None, _OpContext], RealtimeEvent]
+#: The classifier reads both schemas' messages with the same code: a part the lean schema keeps
+#: as raw bytes is a parsed message in the full one, and the ``wire/lean.py`` functions take both.
+_Op = pb.LeanOperation | pb.RealtimeProjectionOperation
+_Event = pb.LeanProjectionEvent | pb.RealtimeProjectionEvent
+_Upsert = pb.LeanUpsert | pb.RealtimeProjectionRoomTimelineEventUpsert
+
+_OpHandler = Callable[[_Op, _Event, str, str | None, _OpContext], RealtimeEvent]
 
 # _msg/_user build ChattoMessage/ChattoUser positionally (faster); fail loudly at import if
 # types.py ever reorders those dataclass fields.
@@ -270,7 +274,7 @@ _users = lean.users
 _check_users = lean.check_users
 _viewer_room = lean.viewer_room
 _activity_room = lean.activity_room
-_thread_states = lean.thread_states
+_check_thread_states = lean.check_thread_states
 
 
 def _ts(t: Timestamp) -> float | None:
@@ -438,19 +442,16 @@ class Classifier:
         """Events for one decoded server frame (see the class docstring for the contract).
 
         ``frame`` is a ``LeanServerFrame`` (:func:`decode_server_frame_lean`, the hot path) or a
-        full ``RealtimeServerFrame`` (re-encoded to the lean type first: same events). Raises
+        full ``RealtimeServerFrame`` (the same code reads both; same events). Raises
         :class:`FrameDecodeError` when a part of a lean frame that arrived as raw bytes does
         not parse (see :mod:`hermes_chatto.wire.lean`); the rows handled before that part may
         then already be in the known-message memory (harmless: it only tells an edit from a
         summary refresh, and the frame's events are not delivered)."""
         if frame.HasField("projection_event"):  # cheaper than WhichOneof, and most frames are
-            pe = frame.projection_event
-            if type(pe) is _LEAN_EVENT:  # the hot path, one call less
-                try:
-                    return self._classify_lean(pe)
-                except DecodeError as exc:
-                    raise FrameDecodeError(f"undecodable realtime projection event: {exc}") from None
-            return self.classify_projection(pe)
+            try:
+                return self._classify_event(frame.projection_event)
+            except DecodeError as exc:  # a raw-bytes part (wire/lean.py) a full parse rejects too
+                raise FrameDecodeError(f"undecodable realtime projection event: {exc}") from None
         kind = frame.WhichOneof("frame")
         if kind == "caught_up":
             return [CaughtUp(cursor=frame.caught_up.cursor)]
@@ -461,18 +462,15 @@ class Classifier:
                 return [Typing(room_id=t.room_id, thread_root_event_id=t.thread_root_event_id, user_id=env.actor_id)]
         return []
 
-    def classify_projection(self, pe: pb.LeanProjectionEvent | pb.RealtimeProjectionEvent) -> list[RealtimeEvent]:
-        """Events for one ``RealtimeProjectionEvent`` (one per operation, then the cursor);
-        either schema's type (a full one is re-encoded to the lean type first). Raises
-        :class:`FrameDecodeError` for raw-bytes parts that do not parse."""
-        if type(pe) is not _LEAN_EVENT:
-            pe = lean.to_lean_event(pe)  # type: ignore[arg-type]
+    def classify_projection(self, pe: _Event) -> list[RealtimeEvent]:
+        """Events for one ``RealtimeProjectionEvent`` (one per operation, then the cursor), of
+        either schema. Raises :class:`FrameDecodeError` for raw-bytes parts that do not parse."""
         try:
-            return self._classify_lean(pe)
+            return self._classify_event(pe)
         except DecodeError as exc:  # a raw-bytes part (wire/lean.py) a full parse rejects too
             raise FrameDecodeError(f"undecodable realtime projection event: {exc}") from None
 
-    def _classify_lean(self, pe: pb.LeanProjectionEvent) -> list[RealtimeEvent]:
+    def _classify_event(self, pe: _Event) -> list[RealtimeEvent]:
         counters = self.counters
         counters["projection_events"] += 1
         pid = pe.id
@@ -492,7 +490,7 @@ class Classifier:
                 ctx["rows"] = _ROWS_SEEN
                 append(RoomActivity(_activity_room(op.room_activity), pid, pe.actor_id, cursor))
             elif name == "thread_viewer_states_replace" and "rows" in ctx:  # see _thread_states
-                _thread_states(op.thread_viewer_states_replace)  # checked (parsed once), not read
+                _check_thread_states(op.thread_viewer_states_replace)  # raw bytes: checked, not read
                 append(FollowedThreadsChanged((), pid, pe.actor_id, ""))
             elif name is None:
                 counters["unknown_operations"] += 1
@@ -514,8 +512,8 @@ class Classifier:
 
     def _upsert(
         self,
-        up: pb.LeanUpsert,
-        pe: pb.LeanProjectionEvent,
+        up: _Upsert,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -587,8 +585,8 @@ class Classifier:
 
     def _room_upsert(
         self,
-        op: pb.LeanOperation,
-        pe: pb.LeanProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -598,8 +596,8 @@ class Classifier:
 
     def _room_remove(
         self,
-        op: pb.LeanOperation,
-        pe: pb.LeanProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -608,8 +606,8 @@ class Classifier:
 
     def _timeline_replace(
         self,
-        op: pb.LeanOperation,
-        pe: pb.LeanProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -617,7 +615,7 @@ class Classifier:
         ctx["rows"] = _ROWS_SEEN
         rep = op.room_timeline_replace
         page = rep.page
-        users = lean.users_of(page.includes)
+        users = _users(page.includes)
         known = self._known
         msgs = []
         for ev in page.events:
@@ -635,8 +633,8 @@ class Classifier:
 
     def _viewer_upsert(
         self,
-        op: pb.LeanOperation,
-        pe: pb.LeanProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -650,8 +648,8 @@ class Classifier:
 
     def _user_upsert(
         self,
-        op: pb.LeanOperation,
-        pe: pb.LeanProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -660,8 +658,8 @@ class Classifier:
 
     def _reset(
         self,
-        op: pb.LeanOperation,
-        pe: pb.LeanProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -670,8 +668,8 @@ class Classifier:
 
     def _row_remove(
         self,
-        op: pb.LeanOperation,
-        pe: pb.LeanProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -680,26 +678,29 @@ class Classifier:
 
     def _thread_states(
         self,
-        op: pb.LeanOperation,
-        pe: pb.LeanProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
     ) -> RealtimeEvent:
         # An earlier activity or row operation already rules a lone unretained room out.
-        states = lean.thread_states(op.thread_viewer_states_replace)  # parsed once per distinct list
+        part = op.thread_viewer_states_replace
         room = "" if "rows" in ctx else _lone_unretained_room(pe)
         if not room:  # nobody reads the list unless it names an unstreamed reply
+            _check_thread_states(part)  # raw bytes: parsed once per distinct list
             return FollowedThreadsChanged((), pid, pe.actor_id, "")
         threads = tuple(
-            (ThreadKey(room, root), unread) for (rid, root, following, unread) in states if rid == room and following
+            (ThreadKey(room, root), unread)
+            for (rid, root, following, unread) in lean.thread_states(part)
+            if rid == room and following
         )
         return FollowedThreadsChanged(threads, pid, pe.actor_id, room)
 
     def _notifications(
         self,
-        op: pb.LeanOperation,
-        pe: pb.LeanProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -718,7 +719,7 @@ class Classifier:
         return NotificationsReplaced(tuple(notices), pid)
 
 
-def _lone_unretained_room(pe: pb.LeanProjectionEvent) -> str:
+def _lone_unretained_room(pe: _Event) -> str:
     """The room of a projection event whose operations name exactly one room through
     ``room_upsert`` / ``room_viewer_state_replace`` and carry no ``room_activity`` (a root)
     and no timeline row (a retained room); else ``""``. Only events with an actor count

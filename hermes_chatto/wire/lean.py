@@ -9,7 +9,8 @@ bytes of each: no sub-parse, no Python wrapper per sub-message (on upb every fir
 a sub-message builds one), no ``SerializeToString`` to make a cache key.
 
 Each function below maps such bytes to the plain value the classifier needs, parsing them
-with the *full* schema type the first time it sees them: identical bytes parse to identical
+with the *full* schema type the first time it sees them (each also takes the part already
+parsed by the full schema: the classifier reads both frame types with the same code): identical bytes parse to identical
 values, so a cache hit is exact, and bytes a full parse would reject (truncated, bad wire
 type, invalid UTF-8 in a string) raise ``google.protobuf.message.DecodeError`` here exactly
 as the full parse of the frame would have (the classifier turns it into
@@ -32,12 +33,10 @@ __all__ = [
     "user",
     "users",
     "check_users",
-    "users_of",
     "viewer_room",
     "activity_room",
     "thread_states",
-    "to_lean_frame",
-    "to_lean_event",
+    "check_thread_states",
 ]
 
 #: Size bound of each cache below (entries; a full cache is cleared).
@@ -70,9 +69,11 @@ def user(u: pb.User) -> ChattoUser:
     return hit
 
 
-def users(raw: bytes) -> dict[str, ChattoUser]:
-    """Raw ``RoomTimelineIncludes`` → ``{user_id: ChattoUser}`` (a fresh dict per call; ``{}``
-    for empty bytes). Raises ``DecodeError`` for bytes the full type rejects."""
+def users(part: bytes | pb.RoomTimelineIncludes) -> dict[str, ChattoUser]:
+    """``RoomTimelineIncludes`` (raw bytes, or parsed by the full schema) → ``{user_id:
+    ChattoUser}`` (a fresh dict per call; ``{}`` when empty). Raises ``DecodeError`` for bytes
+    the full type rejects."""
+    raw = part if isinstance(part, bytes) else part.SerializeToString()
     if not raw:
         return {}
     hit = _INCLUDES_CACHE.get(raw)
@@ -84,23 +85,20 @@ def users(raw: bytes) -> dict[str, ChattoUser]:
     return hit.copy()
 
 
-def check_users(raw: bytes) -> None:
+def check_users(part: bytes | pb.RoomTimelineIncludes) -> None:
     """Raise ``DecodeError`` when raw ``RoomTimelineIncludes`` do not parse (checked once per
-    distinct bytes, through :func:`users`' cache): for the upserts that never read them."""
-    if raw and raw not in _INCLUDES_CACHE:
-        users(raw)
+    distinct bytes, through :func:`users`' cache): for the upserts that never read them. A
+    parsed message was checked by its parse: nothing to do."""
+    if isinstance(part, bytes) and part and part not in _INCLUDES_CACHE:
+        users(part)
 
 
-def users_of(includes: pb.RoomTimelineIncludes) -> dict[str, ChattoUser]:
-    """A parsed ``RoomTimelineIncludes`` (of a ``room_timeline_replace`` page) →
-    ``{user_id: ChattoUser}``, through the same cache as :func:`users`."""
-    return users(includes.SerializeToString())
-
-
-def viewer_room(raw: bytes) -> ChattoRoom:
-    """Raw ``RealtimeProjectionRoomViewerStateReplace`` → the partial :class:`ChattoRoom`
-    (only ``id``, ``is_member``, ``permissions``, ``slow_mode_next_post_at`` meaningful).
-    Identical bytes share one cached room: never mutate it. Raises ``DecodeError``."""
+def viewer_room(part: bytes | pb.RealtimeProjectionRoomViewerStateReplace) -> ChattoRoom:
+    """``RealtimeProjectionRoomViewerStateReplace`` (raw bytes, or parsed) → the partial
+    :class:`ChattoRoom` (only ``id``, ``is_member``, ``permissions``, ``slow_mode_next_post_at``
+    meaningful). Identical values share one cached room: never mutate it. Raises
+    ``DecodeError`` for bytes the full type rejects."""
+    raw = part if isinstance(part, bytes) else part.SerializeToString()
     room = _VIEWER_CACHE.get(raw)
     if room is None:
         rv = pb.RealtimeProjectionRoomViewerStateReplace.FromString(raw)
@@ -120,44 +118,48 @@ def viewer_room(raw: bytes) -> ChattoRoom:
     return room
 
 
-def activity_room(raw: bytes) -> str:
-    """Raw ``RealtimeProjectionRoomActivity`` → its ``room_id``. Raises ``DecodeError``."""
-    room = _ACTIVITY_CACHE.get(raw)
+def activity_room(part: bytes | pb.RealtimeProjectionRoomActivity) -> str:
+    """``RealtimeProjectionRoomActivity`` (raw bytes, or parsed) → its ``room_id``. Raises
+    ``DecodeError`` for bytes the full type rejects."""
+    if not isinstance(part, bytes):
+        return part.room_id
+    room = _ACTIVITY_CACHE.get(part)
     if room is None:
-        room = pb.RealtimeProjectionRoomActivity.FromString(raw).room_id
+        room = pb.RealtimeProjectionRoomActivity.FromString(part).room_id
         if len(_ACTIVITY_CACHE) >= CACHE_LIMIT:
             _ACTIVITY_CACHE.clear()
-        _ACTIVITY_CACHE[raw] = room
+        _ACTIVITY_CACHE[part] = room
     return room
 
 
-def thread_states(raw: bytes) -> tuple[ThreadState, ...]:
-    """Raw ``RealtimeProjectionThreadViewerStatesReplace`` → its entries in order (see
-    :data:`ThreadState`). Raises ``DecodeError``."""
-    hit = _THREADS_CACHE.get(raw)
-    if hit is None:
-        rep = pb.RealtimeProjectionThreadViewerStatesReplace.FromString(raw)
-        hit = tuple(
-            (
-                st.room_id,
-                st.thread_root_event_id,
-                st.viewer_state.is_following or not st.viewer_state.HasField("is_following"),
-                st.viewer_state.has_unread,
-            )
-            for st in rep.states
+def _states(rep: pb.RealtimeProjectionThreadViewerStatesReplace) -> tuple[ThreadState, ...]:
+    return tuple(
+        (
+            st.room_id,
+            st.thread_root_event_id,
+            st.viewer_state.is_following or not st.viewer_state.HasField("is_following"),
+            st.viewer_state.has_unread,
         )
+        for st in rep.states
+    )
+
+
+def thread_states(part: bytes | pb.RealtimeProjectionThreadViewerStatesReplace) -> tuple[ThreadState, ...]:
+    """``RealtimeProjectionThreadViewerStatesReplace`` (raw bytes, or parsed) → its entries in
+    order (see :data:`ThreadState`). Raises ``DecodeError`` for bytes the full type rejects."""
+    if not isinstance(part, bytes):
+        return _states(part)
+    hit = _THREADS_CACHE.get(part)
+    if hit is None:
+        hit = _states(pb.RealtimeProjectionThreadViewerStatesReplace.FromString(part))
         if len(_THREADS_CACHE) >= CACHE_LIMIT:
             _THREADS_CACHE.clear()
-        _THREADS_CACHE[raw] = hit
+        _THREADS_CACHE[part] = hit
     return hit
 
 
-def to_lean_frame(frame: pb.RealtimeServerFrame) -> pb.LeanServerFrame:
-    """A decoded full ``RealtimeServerFrame`` as the lean type (re-encoded: unknown fields
-    and tags survive). For callers that decoded with the full schema (tests, the local server)."""
-    return pb.LeanServerFrame.FromString(frame.SerializeToString())
-
-
-def to_lean_event(pe: pb.RealtimeProjectionEvent) -> pb.LeanProjectionEvent:
-    """A decoded full ``RealtimeProjectionEvent`` as the lean type (re-encoded)."""
-    return pb.LeanProjectionEvent.FromString(pe.SerializeToString())
+def check_thread_states(part: bytes | pb.RealtimeProjectionThreadViewerStatesReplace) -> None:
+    """Raise ``DecodeError`` when raw thread states do not parse (once per distinct bytes);
+    a parsed message was checked by its parse."""
+    if isinstance(part, bytes) and part not in _THREADS_CACHE:
+        thread_states(part)

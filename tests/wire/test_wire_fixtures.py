@@ -684,7 +684,7 @@ def test_fast_message_conversion_equals_types_converter():
                 rows, includes = list(op.room_timeline_replace.page.events), op.room_timeline_replace.page.includes
             else:
                 continue
-            users = lean.users_of(includes)
+            users = lean.users(includes)
             for row in rows:
                 if row.WhichOneof("event") == "message_posted":
                     m = row.message_posted.message
