@@ -1,6 +1,7 @@
 """The live-ingest pipeline the adapter runs per realtime frame, without sockets.
 
-``decode_server_frame`` (wire/frames.py) → ``Classifier.classify`` → for each
+``decode_server_frame_lean`` (wire/frames.py: the lean, wire-compatible schema of the ingest
+hot path) → ``Classifier.classify`` → for each
 ``NewMessage``: ``ingress.decide`` (own-message check, dedupe against the adapter's
 seen-store, skip rules, mention gate, routing) → for a dispatch: ``build_source`` (the
 host's ``BasePlatformAdapter.build_source``) + ``compat.make_event`` (a real Hermes
@@ -57,9 +58,9 @@ class Pipeline:
         from hermes_chatto import compat
         from hermes_chatto.ingress import IngressContext, SeenSet, decide
         from hermes_chatto.wire.events import NewMessage
-        from hermes_chatto.wire.frames import Classifier, decode_server_frame
+        from hermes_chatto.wire.frames import Classifier, decode_server_frame_lean
 
-        self.decode = decode_server_frame
+        self.decode = decode_server_frame_lean
         self.classifier = Classifier(bot_user_id=factory.bot[0])
         if dedupe == "adapter":
             from hermes_chatto.adapter import _make_seen_store

@@ -4,8 +4,8 @@ Frames: 20,000 distinct realistic message frames (half thread replies with two u
 half root messages; ~1.1 kB each, ``framegen.FrameFactory``). Both sides run on the same
 frames in the same process, interleaved over ``ROUNDS`` rounds; each round's ratio divides
 that round's ingest by that round's parse (the parse itself swings by ±30 % between runs on a
-shared machine). Bare parse = ``pb.RealtimeServerFrame.FromString``. Ingest =
-``bench/ingest.Pipeline`` (decode → classify → dedupe → MessageEvent), once with the adapter's
+shared machine). Bare parse = ``pb.RealtimeServerFrame.FromString`` (the full schema). Ingest =
+``bench/ingest.Pipeline`` (lean decode → classify → dedupe → MessageEvent), once with the adapter's
 own dedupe store and once with the in-memory ``SeenSet``. The *floor* is what no classifier
 can save: the parse plus Hermes' ``build_source`` and a directly built ``MessageEvent`` for the
 frames that dispatch (two thirds of them).

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from google.protobuf.message import DecodeError
 
 from ..bounded import BoundedMap
 from ..counters import Counters
+from . import lean
 from .errors import ChattoError
 from .events import (
     CaughtUp,
@@ -28,7 +29,6 @@ from .events import (
     Ignored,
     MessageDeleted,
     MessageEdited,
-    MessageNotice,
     NewMessage,
     NotificationsReplaced,
     ProjectionReset,
@@ -42,12 +42,12 @@ from .events import (
     UserUpdated,
     ViewerUpdated,
 )
+from .notices import notices_from_pb
 from .proto import chatto_pb2 as pb
 from .types import (
     MAX_RETAINED_ROOMS,
     BotToken,
     ChattoMessage,
-    ChattoRoom,
     ChattoUser,
     ThreadKey,
     attachment_from_pb,
@@ -67,6 +67,8 @@ __all__ = [
     "encode_ping",
     "encode_hydrate_room",
     "decode_server_frame",
+    "decode_server_frame_lean",
+    "ServerFrame",
     "Classifier",
 ]
 
@@ -152,6 +154,25 @@ def encode_hydrate_room(room_id: str) -> bytes:
 
 # ----------------------------------------------------------------------------- decoder
 
+#: A decoded server frame either schema gives; :meth:`Classifier.classify` takes both.
+ServerFrame = pb.RealtimeServerFrame | pb.LeanServerFrame
+_F = TypeVar("_F", pb.RealtimeServerFrame, pb.LeanServerFrame)
+
+
+def _decode(data: bytes | bytearray | memoryview | str, parse: Callable[[bytes], _F]) -> _F:
+    buf = data
+    if type(buf) is not bytes:
+        if isinstance(buf, str):
+            raise FrameDecodeError("text frame received; realtime frames are binary protobuf")
+        if not isinstance(buf, bytes):
+            buf = bytes(buf)
+    try:
+        return parse(buf)
+    except DecodeError as exc:
+        raise FrameDecodeError(f"undecodable realtime frame ({len(data)} bytes): {exc}") from None
+    except Exception as exc:  # pragma: no cover - defensive: runtime-specific failures
+        raise FrameDecodeError(f"undecodable realtime frame ({len(data)} bytes): {type(exc).__name__}") from None
+
 
 def decode_server_frame(data: bytes | bytearray | memoryview | str) -> pb.RealtimeServerFrame:
     """Decode the payload of one binary WebSocket message into ``RealtimeServerFrame``.
@@ -161,21 +182,38 @@ def decode_server_frame(data: bytes | bytearray | memoryview | str) -> pb.Realti
     whose ``frame`` oneof is a tag this subset does not know decodes fine with
     ``WhichOneof("frame") is None``; the caller skips it.
     """
-    buf = data
-    if type(buf) is not bytes:
-        if isinstance(buf, str):
-            raise FrameDecodeError("text frame received; realtime frames are binary protobuf")
-        if not isinstance(buf, bytes):
-            buf = bytes(buf)
-    try:
-        return _parse_server_frame(buf)
-    except DecodeError as exc:
-        raise FrameDecodeError(f"undecodable realtime frame ({len(data)} bytes): {exc}") from None
-    except Exception as exc:  # pragma: no cover - defensive: runtime-specific failures
-        raise FrameDecodeError(f"undecodable realtime frame ({len(data)} bytes): {type(exc).__name__}") from None
+    return _decode(data, _parse_server_frame)
+
+
+def decode_server_frame_lean(data: bytes | bytearray | memoryview | str) -> pb.LeanServerFrame:
+    """Decode one binary WebSocket message into ``LeanServerFrame``: the ingest hot path.
+
+    Same frame, same ``frame`` oneof and the same full types for every frame kind but
+    ``projection_event`` (a session reads ``hello``, ``error``, ``close``, ``pong`` … exactly
+    as from :func:`decode_server_frame`); inside a projection event, the sub-messages listed in
+    :mod:`hermes_chatto.wire.lean` stay raw bytes until :meth:`Classifier.classify` needs them.
+    Raises :class:`FrameDecodeError` like :func:`decode_server_frame` for everything outside
+    those bytes; bytes a full parse would reject make :meth:`Classifier.classify` raise
+    :class:`FrameDecodeError` instead (so together they reject exactly what the full schema
+    rejects).
+    """
+    if type(data) is bytes:  # the common case, without a call to _decode
+        try:
+            frame = _parse_lean_frame(data)
+        except Exception:  # DecodeError (and anything runtime-specific): _decode words it
+            frame = _decode(data, _parse_lean_frame)
+    else:
+        frame = _decode(data, _parse_lean_frame)
+    if not frame.HasField("projection_event"):
+        # A frame that is not a projection event is small and rare (heartbeat, pong …), but
+        # may still carry a projection event an encoder put before its last frame kind (the
+        # oneof keeps the last): the full parse checks that one as well.
+        _decode(data, _parse_server_frame)
+    return frame
 
 
 _parse_server_frame = pb.RealtimeServerFrame.FromString
+_parse_lean_frame = pb.LeanServerFrame.FromString
 
 
 # ----------------------------------------------------------------------------- classifier
@@ -194,9 +232,13 @@ _OpContext = dict[str, set[str]]
 #: The ``"rows"`` marker of :data:`_OpContext`; never mutated.
 _ROWS_SEEN: set[str] = set()
 
-_OpHandler = Callable[
-    [pb.RealtimeProjectionOperation, pb.RealtimeProjectionEvent, str, str | None, _OpContext], RealtimeEvent
-]
+#: The classifier reads both schemas' messages with the same code: a part the lean schema keeps
+#: as raw bytes is a parsed message in the full one, and the ``wire/lean.py`` functions take both.
+_Op = pb.LeanOperation | pb.RealtimeProjectionOperation
+_Event = pb.LeanProjectionEvent | pb.RealtimeProjectionEvent
+_Upsert = pb.LeanUpsert | pb.RealtimeProjectionRoomTimelineEventUpsert
+
+_OpHandler = Callable[[_Op, _Event, str, str | None, _OpContext], RealtimeEvent]
 
 # _msg/_user build ChattoMessage/ChattoUser positionally (faster); fail loudly at import if
 # types.py ever reorders those dataclass fields.
@@ -224,46 +266,15 @@ if tuple(f.name for f in dataclasses.fields(ChattoMessage)) != _MSG_FIELDS or tu
 ) != ("id", "login", "display_name", "is_bot", "deleted"):
     raise ImportError("hermes_chatto.wire.types changed ChattoMessage/ChattoUser fields; update frames._msg/_user")
 
-#: size bound of each cache below (a full cache is cleared, not evicted one by one).
-#: Deliberately plain dicts, not ``BoundedMap``: they are not LRUs (nothing is refreshed,
-#: a miss only costs a rebuild), and they are read several times per frame on the ingest
-#: hot path, where a C ``dict.get`` is measurably cheaper than a Python-level method call.
-_CACHE_LIMIT = 4096
-_USER_CACHE: dict[tuple[str, str, str, bool, bool], ChattoUser] = {}
-_PARTIAL_ROOM_CACHE: dict[bytes, ChattoRoom] = {}
-#: serialized ``RoomTimelineIncludes`` → its ``{user_id: ChattoUser}`` (copied on every hit).
-_INCLUDES_CACHE: dict[bytes, dict[str, ChattoUser]] = {}
 #: ``Ignored("not_needed", <operation name>)`` per operation name (immutable, shared).
 _NOT_NEEDED: dict[str, Ignored] = {}
 
-
-def _user(u: pb.User) -> ChattoUser:
-    """``User`` → :class:`ChattoUser`, shared through a small bounded cache (the values are
-    immutable; the same few authors appear in almost every frame)."""
-    key = (u.id, u.login, u.display_name, u.is_bot, u.deleted)
-    hit = _USER_CACHE.get(key)
-    if hit is None:
-        if len(_USER_CACHE) >= _CACHE_LIMIT:
-            _USER_CACHE.clear()
-        hit = _USER_CACHE[key] = ChattoUser(*key)
-    return hit
-
-
-def _users(includes: pb.RoomTimelineIncludes) -> dict[str, ChattoUser]:
-    """``RoomTimelineIncludes`` → ``{user_id: ChattoUser}`` (a fresh dict per call).
-
-    Keyed by the serialized ``includes`` (one upb call instead of a map walk plus five
-    field reads per user): equal bytes parse to equal users, so a hit is exact; a miss
-    (e.g. another map order) only costs the walk."""
-    key = includes.SerializeToString()
-    if not key:
-        return {}
-    hit = _INCLUDES_CACHE.get(key)
-    if hit is None:
-        if len(_INCLUDES_CACHE) >= _CACHE_LIMIT:
-            _INCLUDES_CACHE.clear()
-        hit = _INCLUDES_CACHE[key] = {k: _user(v) for k, v in includes.users.items()}
-    return hit.copy()
+_user = lean.user
+_users = lean.users
+_check_users = lean.check_users
+_viewer_room = lean.viewer_room
+_activity_room = lean.activity_room
+_check_thread_states = lean.check_thread_states
 
 
 def _ts(t: Timestamp) -> float | None:
@@ -400,10 +411,9 @@ class Classifier:
         self._known: BoundedMap[str, _EditStamp] = BoundedMap(self.known_limit)
         #: ``unknown_operations``: undeclared operation tags seen; ``projection_events``.
         self.counters = Counters({"unknown_operations": 0, "projection_events": 0})
+        # room_timeline_event_upsert, room_viewer_state_replace and room_activity (every
+        # message frame has them) are handled in classify_projection itself.
         self._ops: dict[str, _OpHandler] = {
-            "room_timeline_event_upsert": self._upsert,
-            "room_viewer_state_replace": self._viewer_state,
-            "room_activity": self._activity,
             "room_upsert": self._room_upsert,
             "room_remove": self._room_remove,
             "room_timeline_replace": self._timeline_replace,
@@ -428,11 +438,21 @@ class Classifier:
 
     # -- entry point ----------------------------------------------------------------
 
-    def classify(self, frame: pb.RealtimeServerFrame) -> list[RealtimeEvent]:
-        """Events for one decoded server frame (see the class docstring for the contract)."""
+    def classify(self, frame: ServerFrame) -> list[RealtimeEvent]:
+        """Events for one decoded server frame (see the class docstring for the contract).
+
+        ``frame`` is a ``LeanServerFrame`` (:func:`decode_server_frame_lean`, the hot path) or a
+        full ``RealtimeServerFrame`` (the same code reads both; same events). Raises
+        :class:`FrameDecodeError` when a part of a lean frame that arrived as raw bytes does
+        not parse (see :mod:`hermes_chatto.wire.lean`); the rows handled before that part may
+        then already be in the known-message memory (harmless: it only tells an edit from a
+        summary refresh, and the frame's events are not delivered)."""
+        if frame.HasField("projection_event"):  # cheaper than WhichOneof, and most frames are
+            try:
+                return self._classify_event(frame.projection_event)
+            except DecodeError as exc:  # a raw-bytes part (wire/lean.py) a full parse rejects too
+                raise FrameDecodeError(f"undecodable realtime projection event: {exc}") from None
         kind = frame.WhichOneof("frame")
-        if kind == "projection_event":
-            return self.classify_projection(frame.projection_event)
         if kind == "caught_up":
             return [CaughtUp(cursor=frame.caught_up.cursor)]
         if kind == "event":
@@ -442,46 +462,67 @@ class Classifier:
                 return [Typing(room_id=t.room_id, thread_root_event_id=t.thread_root_event_id, user_id=env.actor_id)]
         return []
 
-    def classify_projection(self, pe: pb.RealtimeProjectionEvent) -> list[RealtimeEvent]:
-        """Events for one ``RealtimeProjectionEvent`` (one per operation, then the cursor)."""
+    def classify_projection(self, pe: _Event) -> list[RealtimeEvent]:
+        """Events for one ``RealtimeProjectionEvent`` (one per operation, then the cursor), of
+        either schema. Raises :class:`FrameDecodeError` for raw-bytes parts that do not parse."""
+        try:
+            return self._classify_event(pe)
+        except DecodeError as exc:  # a raw-bytes part (wire/lean.py) a full parse rejects too
+            raise FrameDecodeError(f"undecodable realtime projection event: {exc}") from None
+
+    def _classify_event(self, pe: _Event) -> list[RealtimeEvent]:
         counters = self.counters
         counters["projection_events"] += 1
         pid = pe.id
         cursor = pe.resume_cursor or None
         out: list[RealtimeEvent] = []
+        append = out.append
         ctx: _OpContext = {}
         ops = self._ops
         for op in pe.operations:
             name = op.WhichOneof("operation")
-            handler = ops.get(name)
-            if handler is not None:
-                out.append(handler(op, pe, pid, cursor, ctx))
+            # the three operations of every message frame first, without a handler call
+            if name == "room_timeline_event_upsert":
+                append(self._upsert(op.room_timeline_event_upsert, pe, pid, cursor, ctx))
+            elif name == "room_viewer_state_replace":
+                append(RoomUpdated(_viewer_room(op.room_viewer_state_replace), True, pid))
+            elif name == "room_activity":
+                ctx["rows"] = _ROWS_SEEN
+                append(RoomActivity(_activity_room(op.room_activity), pid, pe.actor_id, cursor))
+            elif name == "thread_viewer_states_replace" and "rows" in ctx:  # see _thread_states
+                _check_thread_states(op.thread_viewer_states_replace)  # raw bytes: checked, not read
+                append(FollowedThreadsChanged((), pid, pe.actor_id, ""))
             elif name is None:
                 counters["unknown_operations"] += 1
-                out.append(Ignored("unknown_operation", pid))
+                append(Ignored("unknown_operation", pid))
             else:
-                ign = _NOT_NEEDED.get(name)
-                if ign is None:
-                    ign = _NOT_NEEDED[name] = Ignored("not_needed", name)
-                out.append(ign)
+                handler = ops.get(name)
+                if handler is not None:
+                    append(handler(op, pe, pid, cursor, ctx))
+                else:
+                    ign = _NOT_NEEDED.get(name)
+                    if ign is None:
+                        ign = _NOT_NEEDED[name] = Ignored("not_needed", name)
+                    append(ign)
         if cursor:
-            out.append(CursorAdvanced(cursor, pid))
+            append(CursorAdvanced(cursor, pid))
         return out
 
     # -- operation handlers -----------------------------------------------------------
 
     def _upsert(
         self,
-        op: pb.RealtimeProjectionOperation,
-        pe: pb.RealtimeProjectionEvent,
+        up: _Upsert,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
     ) -> RealtimeEvent:
         ctx["rows"] = _ROWS_SEEN
-        up = op.room_timeline_event_upsert
         ev = up.event
-        if ev.WhichOneof("event") != "message_posted":
+        inc = up.includes  # raw bytes (wire/lean.py): parsed only where users are needed
+        if not ev.HasField("message_posted"):  # the oneof holds another row kind, or none
+            _check_users(inc)
             return Ignored("non_message_row", detail=ev.id)
         m = ev.message_posted.message
         mid = m.id
@@ -493,6 +534,7 @@ class Classifier:
             key = None
         known = self._known
         if up.HasField("reaction_change"):
+            _check_users(inc)
             rc = up.reaction_change
             if mid not in known:
                 known.put(mid, key, touch=False)
@@ -506,12 +548,13 @@ class Classifier:
             )
         if hf("deleted_at"):
             known.put(mid, key, touch=False)
-            return MessageDeleted(message=_msg(m, _users(up.includes)), projection_id=pid, resume_cursor=cursor)
+            return MessageDeleted(message=_msg(m, _users(inc)), projection_id=pid, resume_cursor=cursor)
         if mid == pid:
             known.put(mid, key, touch=False)
             if m.echo_of_event_id:
+                _check_users(inc)
                 return Ignored("echo_row", mid)
-            users = _users(up.includes)
+            users = _users(inc)
             msg = _posted(m, mid, key, users)
             root = msg.thread_root_event_id
             if root:
@@ -526,8 +569,9 @@ class Classifier:
         known.put(mid, key, touch=False)
         if prev is not _MISSING and prev != key:
             return MessageEdited(
-                message=_msg(m, _users(up.includes)), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
+                message=_msg(m, _users(inc)), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
             )
+        _check_users(inc)
         roots = ctx.get("roots")
         if roots is not None and mid in roots:
             return Ignored("thread_root_refresh", mid)
@@ -535,50 +579,14 @@ class Classifier:
             # Never seen (a replay resume, or aged out of the known memory) and edited:
             # report it as an edit; the consumer ignores an edit whose text it already has.
             return MessageEdited(
-                message=_msg(m, _users(up.includes)), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
+                message=_msg(m, _users(inc)), projection_id=pid, editor_id=pe.actor_id, resume_cursor=cursor
             )
         return Ignored("summary_refresh", mid)
 
-    def _viewer_state(
-        self,
-        op: pb.RealtimeProjectionOperation,
-        pe: pb.RealtimeProjectionEvent,
-        pid: str,
-        cursor: str | None,
-        ctx: _OpContext,
-    ) -> RealtimeEvent:
-        rv = op.room_viewer_state_replace
-        key = rv.SerializeToString()  # room id + viewer state: equal bytes, equal room
-        room = _PARTIAL_ROOM_CACHE.get(key)
-        if room is None:
-            if len(_PARTIAL_ROOM_CACHE) >= _CACHE_LIMIT:
-                _PARTIAL_ROOM_CACHE.clear()
-            vs = rv.viewer_state
-            room = _PARTIAL_ROOM_CACHE[key] = ChattoRoom(
-                id=rv.room_id,
-                is_member=vs.is_member,
-                permissions={p.permission: p.granted for p in vs.permissions},
-                slow_mode_next_post_at=_ts(vs.slow_mode_next_post_at)
-                if vs.HasField("slow_mode_next_post_at")
-                else None,
-            )
-        return RoomUpdated(room, True, pid)
-
-    def _activity(
-        self,
-        op: pb.RealtimeProjectionOperation,
-        pe: pb.RealtimeProjectionEvent,
-        pid: str,
-        cursor: str | None,
-        ctx: _OpContext,
-    ) -> RealtimeEvent:
-        ctx["rows"] = _ROWS_SEEN
-        return RoomActivity(op.room_activity.room_id, pid, pe.actor_id, cursor)
-
     def _room_upsert(
         self,
-        op: pb.RealtimeProjectionOperation,
-        pe: pb.RealtimeProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -588,8 +596,8 @@ class Classifier:
 
     def _room_remove(
         self,
-        op: pb.RealtimeProjectionOperation,
-        pe: pb.RealtimeProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -598,8 +606,8 @@ class Classifier:
 
     def _timeline_replace(
         self,
-        op: pb.RealtimeProjectionOperation,
-        pe: pb.RealtimeProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -625,8 +633,8 @@ class Classifier:
 
     def _viewer_upsert(
         self,
-        op: pb.RealtimeProjectionOperation,
-        pe: pb.RealtimeProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -640,8 +648,8 @@ class Classifier:
 
     def _user_upsert(
         self,
-        op: pb.RealtimeProjectionOperation,
-        pe: pb.RealtimeProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -650,8 +658,8 @@ class Classifier:
 
     def _reset(
         self,
-        op: pb.RealtimeProjectionOperation,
-        pe: pb.RealtimeProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -660,8 +668,8 @@ class Classifier:
 
     def _row_remove(
         self,
-        op: pb.RealtimeProjectionOperation,
-        pe: pb.RealtimeProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
@@ -670,46 +678,37 @@ class Classifier:
 
     def _thread_states(
         self,
-        op: pb.RealtimeProjectionOperation,
-        pe: pb.RealtimeProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
     ) -> RealtimeEvent:
         # An earlier activity or row operation already rules a lone unretained room out.
+        part = op.thread_viewer_states_replace
         room = "" if "rows" in ctx else _lone_unretained_room(pe)
-        if not room:  # the list can be long; nobody reads it unless it names an unstreamed reply
+        if not room:  # nobody reads the list unless it names an unstreamed reply
+            _check_thread_states(part)  # raw bytes: parsed once per distinct list
             return FollowedThreadsChanged((), pid, pe.actor_id, "")
         threads = tuple(
-            (ThreadKey(room, st.thread_root_event_id), st.viewer_state.has_unread)
-            for st in op.thread_viewer_states_replace.states
-            if st.room_id == room and (st.viewer_state.is_following or not st.viewer_state.HasField("is_following"))
+            (ThreadKey(room, root), unread)
+            for (rid, root, following, unread) in lean.thread_states(part)
+            if rid == room and following
         )
         return FollowedThreadsChanged(threads, pid, pe.actor_id, room)
 
     def _notifications(
         self,
-        op: pb.RealtimeProjectionOperation,
-        pe: pb.RealtimeProjectionEvent,
+        op: _Op,
+        pe: _Event,
         pid: str,
         cursor: str | None,
         ctx: _OpContext,
     ) -> RealtimeEvent:
-        notices = []
-        for occ in op.notification_occurrences_replace.occurrences.occurrences:
-            kind = occ.signal.WhichOneof("kind")
-            if kind is None:
-                continue
-            ref = getattr(occ.signal, kind).message
-            if not ref.event_id:
-                continue
-            created = _ts(occ.created_at) if occ.HasField("created_at") else None
-            root = ref.thread_root_event_id
-            notices.append(MessageNotice(kind, ref.room.id, ref.event_id, root, occ.actor.id, occ.unread, created))
-        return NotificationsReplaced(tuple(notices), pid)
+        return NotificationsReplaced(notices_from_pb(op.notification_occurrences_replace.occurrences), pid)
 
 
-def _lone_unretained_room(pe: pb.RealtimeProjectionEvent) -> str:
+def _lone_unretained_room(pe: _Event) -> str:
     """The room of a projection event whose operations name exactly one room through
     ``room_upsert`` / ``room_viewer_state_replace`` and carry no ``room_activity`` (a root)
     and no timeline row (a retained room); else ``""``. Only events with an actor count
@@ -722,7 +721,7 @@ def _lone_unretained_room(pe: pb.RealtimeProjectionEvent) -> str:
         if name == "room_upsert":
             rooms.add(op.room_upsert.room.room.id)
         elif name == "room_viewer_state_replace":
-            rooms.add(op.room_viewer_state_replace.room_id)
+            rooms.add(_viewer_room(op.room_viewer_state_replace).id)
         elif name in ("room_activity", "room_timeline_event_upsert", "room_timeline_replace"):
             return ""
     return rooms.pop() if len(rooms) == 1 else ""

@@ -56,7 +56,7 @@ from .frames import (
     PROTOCOL_VERSION,
     Classifier,
     FrameDecodeError,
-    decode_server_frame,
+    decode_server_frame_lean,
     encode_hello,
     encode_hydrate_room,
     encode_ping,
@@ -534,11 +534,11 @@ async def _deliver_frame(
     return ok, caught, cursor
 
 
-def _decode_counted(data: bytes | str, stats: Counters) -> pb.RealtimeServerFrame | None:
+def _decode_counted(data: bytes | str, stats: Counters) -> pb.LeanServerFrame | None:
     """Count the frame; the decoded frame, or ``None`` (logged, counted) to skip it."""
     stats["frames"] += 1
     try:
-        frame = decode_server_frame(data)
+        frame = decode_server_frame_lean(data)
     except FrameDecodeError as exc:
         stats["decode_errors"] += 1
         log.warning("chatto realtime: skipping undecodable frame: %s", exc)
@@ -926,7 +926,7 @@ class RealtimeSession:
         else:
             log.info("chatto realtime: connected (server %s), live", self.server_version or "?")
 
-    async def _on_stream_frame(self, kind: str, frame: pb.RealtimeServerFrame) -> bool:
+    async def _on_stream_frame(self, kind: str, frame: pb.LeanServerFrame) -> bool:
         """Any frame after ``subscribed``. Returns True when it was ``caught_up`` (delivered)."""
         if kind == "error":
             await self._handle_error(frame.error)

@@ -23,6 +23,7 @@ import pytest
 from google.protobuf import json_format
 
 from hermes_chatto.wire import frames as frames_mod
+from hermes_chatto.wire import lean
 from hermes_chatto.wire.events import (
     CaughtUp,
     CursorAdvanced,
@@ -683,7 +684,7 @@ def test_fast_message_conversion_equals_types_converter():
                 rows, includes = list(op.room_timeline_replace.page.events), op.room_timeline_replace.page.includes
             else:
                 continue
-            users = frames_mod._users(includes)
+            users = lean.users(includes)
             for row in rows:
                 if row.WhichOneof("event") == "message_posted":
                     m = row.message_posted.message

@@ -1190,3 +1190,95 @@ class GetAssetResponse(_message.Message):
     ASSET_FIELD_NUMBER: _ClassVar[int]
     asset: Asset
     def __init__(self, asset: _Optional[_Union[Asset, _Mapping]] = ...) -> None: ...
+
+class LeanUpsert(_message.Message):
+    __slots__ = ("room_id", "event", "includes", "reaction_change", "retain_deleted_row", "event_cursor")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    INCLUDES_FIELD_NUMBER: _ClassVar[int]
+    REACTION_CHANGE_FIELD_NUMBER: _ClassVar[int]
+    RETAIN_DELETED_ROW_FIELD_NUMBER: _ClassVar[int]
+    EVENT_CURSOR_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    event: RoomTimelineEvent
+    includes: bytes
+    reaction_change: RealtimeProjectionReactionChange
+    retain_deleted_row: bool
+    event_cursor: str
+    def __init__(self, room_id: _Optional[str] = ..., event: _Optional[_Union[RoomTimelineEvent, _Mapping]] = ..., includes: _Optional[bytes] = ..., reaction_change: _Optional[_Union[RealtimeProjectionReactionChange, _Mapping]] = ..., retain_deleted_row: _Optional[bool] = ..., event_cursor: _Optional[str] = ...) -> None: ...
+
+class LeanOperation(_message.Message):
+    __slots__ = ("reset", "server_upsert", "viewer_upsert", "user_upsert", "user_remove", "room_upsert", "room_remove", "room_groups_replace", "room_timeline_replace", "room_timeline_event_upsert", "server_state_upsert", "room_timeline_event_remove", "room_viewer_state_replace", "active_calls_replace", "presences_replace", "thread_viewer_states_replace", "room_activity", "notification_occurrences_replace")
+    RESET_FIELD_NUMBER: _ClassVar[int]
+    SERVER_UPSERT_FIELD_NUMBER: _ClassVar[int]
+    VIEWER_UPSERT_FIELD_NUMBER: _ClassVar[int]
+    USER_UPSERT_FIELD_NUMBER: _ClassVar[int]
+    USER_REMOVE_FIELD_NUMBER: _ClassVar[int]
+    ROOM_UPSERT_FIELD_NUMBER: _ClassVar[int]
+    ROOM_REMOVE_FIELD_NUMBER: _ClassVar[int]
+    ROOM_GROUPS_REPLACE_FIELD_NUMBER: _ClassVar[int]
+    ROOM_TIMELINE_REPLACE_FIELD_NUMBER: _ClassVar[int]
+    ROOM_TIMELINE_EVENT_UPSERT_FIELD_NUMBER: _ClassVar[int]
+    SERVER_STATE_UPSERT_FIELD_NUMBER: _ClassVar[int]
+    ROOM_TIMELINE_EVENT_REMOVE_FIELD_NUMBER: _ClassVar[int]
+    ROOM_VIEWER_STATE_REPLACE_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_CALLS_REPLACE_FIELD_NUMBER: _ClassVar[int]
+    PRESENCES_REPLACE_FIELD_NUMBER: _ClassVar[int]
+    THREAD_VIEWER_STATES_REPLACE_FIELD_NUMBER: _ClassVar[int]
+    ROOM_ACTIVITY_FIELD_NUMBER: _ClassVar[int]
+    NOTIFICATION_OCCURRENCES_REPLACE_FIELD_NUMBER: _ClassVar[int]
+    reset: RealtimeProjectionReset
+    server_upsert: ServerPublicProfile
+    viewer_upsert: GetViewerResponse
+    user_upsert: DirectoryMember
+    user_remove: RealtimeProjectionUserRemove
+    room_upsert: RealtimeProjectionRoom
+    room_remove: RealtimeProjectionRoomRemove
+    room_groups_replace: RealtimeProjectionOpaque
+    room_timeline_replace: RealtimeProjectionRoomTimelineReplace
+    room_timeline_event_upsert: LeanUpsert
+    server_state_upsert: RealtimeProjectionServerState
+    room_timeline_event_remove: RealtimeProjectionRoomTimelineEventRemove
+    room_viewer_state_replace: bytes
+    active_calls_replace: RealtimeProjectionOpaque
+    presences_replace: RealtimeProjectionOpaque
+    thread_viewer_states_replace: bytes
+    room_activity: bytes
+    notification_occurrences_replace: RealtimeProjectionNotificationOccurrencesReplace
+    def __init__(self, reset: _Optional[_Union[RealtimeProjectionReset, _Mapping]] = ..., server_upsert: _Optional[_Union[ServerPublicProfile, _Mapping]] = ..., viewer_upsert: _Optional[_Union[GetViewerResponse, _Mapping]] = ..., user_upsert: _Optional[_Union[DirectoryMember, _Mapping]] = ..., user_remove: _Optional[_Union[RealtimeProjectionUserRemove, _Mapping]] = ..., room_upsert: _Optional[_Union[RealtimeProjectionRoom, _Mapping]] = ..., room_remove: _Optional[_Union[RealtimeProjectionRoomRemove, _Mapping]] = ..., room_groups_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ..., room_timeline_replace: _Optional[_Union[RealtimeProjectionRoomTimelineReplace, _Mapping]] = ..., room_timeline_event_upsert: _Optional[_Union[LeanUpsert, _Mapping]] = ..., server_state_upsert: _Optional[_Union[RealtimeProjectionServerState, _Mapping]] = ..., room_timeline_event_remove: _Optional[_Union[RealtimeProjectionRoomTimelineEventRemove, _Mapping]] = ..., room_viewer_state_replace: _Optional[bytes] = ..., active_calls_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ..., presences_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ..., thread_viewer_states_replace: _Optional[bytes] = ..., room_activity: _Optional[bytes] = ..., notification_occurrences_replace: _Optional[_Union[RealtimeProjectionNotificationOccurrencesReplace, _Mapping]] = ...) -> None: ...
+
+class LeanProjectionEvent(_message.Message):
+    __slots__ = ("id", "created_at", "actor_id", "resume_cursor", "operations")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_ID_FIELD_NUMBER: _ClassVar[int]
+    RESUME_CURSOR_FIELD_NUMBER: _ClassVar[int]
+    OPERATIONS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    created_at: _timestamp_pb2.Timestamp
+    actor_id: str
+    resume_cursor: str
+    operations: _containers.RepeatedCompositeFieldContainer[LeanOperation]
+    def __init__(self, id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor_id: _Optional[str] = ..., resume_cursor: _Optional[str] = ..., operations: _Optional[_Iterable[_Union[LeanOperation, _Mapping]]] = ...) -> None: ...
+
+class LeanServerFrame(_message.Message):
+    __slots__ = ("hello", "subscribed", "event", "heartbeat", "error", "close", "pong", "caught_up", "projection_event")
+    HELLO_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIBED_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_FIELD_NUMBER: _ClassVar[int]
+    PONG_FIELD_NUMBER: _ClassVar[int]
+    CAUGHT_UP_FIELD_NUMBER: _ClassVar[int]
+    PROJECTION_EVENT_FIELD_NUMBER: _ClassVar[int]
+    hello: RealtimeServerHello
+    subscribed: RealtimeSubscribed
+    event: RealtimeEventEnvelope
+    heartbeat: RealtimeHeartbeat
+    error: RealtimeError
+    close: RealtimeClose
+    pong: RealtimePong
+    caught_up: RealtimeCaughtUp
+    projection_event: LeanProjectionEvent
+    def __init__(self, hello: _Optional[_Union[RealtimeServerHello, _Mapping]] = ..., subscribed: _Optional[_Union[RealtimeSubscribed, _Mapping]] = ..., event: _Optional[_Union[RealtimeEventEnvelope, _Mapping]] = ..., heartbeat: _Optional[_Union[RealtimeHeartbeat, _Mapping]] = ..., error: _Optional[_Union[RealtimeError, _Mapping]] = ..., close: _Optional[_Union[RealtimeClose, _Mapping]] = ..., pong: _Optional[_Union[RealtimePong, _Mapping]] = ..., caught_up: _Optional[_Union[RealtimeCaughtUp, _Mapping]] = ..., projection_event: _Optional[_Union[LeanProjectionEvent, _Mapping]] = ...) -> None: ...
