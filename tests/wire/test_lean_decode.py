@@ -16,6 +16,7 @@ import sys
 
 import pytest
 from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import DecodeError
 
 from hermes_chatto.wire import events as E
 from hermes_chatto.wire import lean
@@ -231,6 +232,27 @@ def test_caches_stay_bounded():
         lean.activity_room(_activity_op(f"R{i:014d}").room_activity.SerializeToString())
     assert len(lean._VIEWER_CACHE) <= lean.CACHE_LIMIT
     assert len(lean._ACTIVITY_CACHE) <= lean.CACHE_LIMIT
+
+
+def test_a_long_followed_thread_list_is_read_and_checked_but_never_cached():
+    """Bench P8 pitfall: a bot's whole followed-thread list rides on every reply of a followed
+    thread and changes with every unread flag; caching each distinct list held ~180 MB in a bot
+    following ~1,000 threads. Lists over CACHE_MAX_PART are parsed each time and not kept."""
+    rep = pb.RealtimeProjectionThreadViewerStatesReplace()
+    for i in range(500):
+        st = rep.states.add(room_id="Rfar00000000001", thread_root_event_id=f"E{i:014d}")
+        st.viewer_state.is_following = True
+        st.viewer_state.has_unread = i % 2 == 0
+    raw = rep.SerializeToString()
+    assert len(raw) > lean.CACHE_MAX_PART
+    before = len(lean._THREADS_CACHE)
+    states = lean.thread_states(raw)
+    lean.check_thread_states(raw)
+    assert len(states) == 500 and states[0] == ("Rfar00000000001", f"E{0:014d}", True, True)
+    assert len(lean._THREADS_CACHE) == before and raw not in lean._THREADS_CACHE
+    bad = raw[:-3] + b"\xff\xff\xff"  # the last entry's bytes cut: a full parse rejects it
+    with pytest.raises(DecodeError):
+        lean.check_thread_states(bad)
 
 
 def test_users_from_raw_includes_are_a_fresh_dict_each_time():
