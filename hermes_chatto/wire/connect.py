@@ -12,7 +12,7 @@ Errors are mapped from the Connect JSON ``code`` (never the HTTP status) to the
 
 Retry policy (tenacity, exponential backoff + jitter):
 
-* **Reads** (and idempotent calls: ``StartDM``, ``UpdateTypingIndicator``) are retried on
+* **Reads** (and idempotent calls: ``StartDM``, ``RefreshTypingIndicator``) are retried on
   any :class:`ChattoTransientError` (Connect ``unavailable``/``internal``/…, or network).
 * **Writes** that would duplicate or clobber user-visible state (``CreateMessage``,
   ``UpdateMessage``, ``DeleteMessage``, ``AddReaction``, ``RemoveReaction``) are retried
@@ -61,8 +61,7 @@ from .errors import (
     ChattoResourceExhausted,
     ChattoTransientError,
 )
-from .events import MessageNotice
-from .notices import notices_from_pb
+from .notices import MessageNotice, notices_from_pb
 from .proto import chatto_pb2 as pb
 from .types import (
     BotToken,
@@ -489,10 +488,11 @@ class ChattoClient:
         return message_from_pb(r.message)
 
     async def delete_message(self, room_id: str, event_id: str) -> bool:
-        """Retract a message: ``MessageService/DeleteMessage`` → ``deleted``. Write policy."""
+        """Retract a message: ``MessageService/DeleteMessage`` (beta.20 answers an empty
+        ``DeleteMessageResponse``): True once the call succeeded. Write policy."""
         req = pb.DeleteMessageRequest(room_id=room_id, event_id=event_id)
-        r = await self._call(API, "MessageService", "DeleteMessage", req, pb.DeleteMessageResponse, write=True)
-        return r.deleted
+        await self._call(API, "MessageService", "DeleteMessage", req, pb.DeleteMessageResponse, write=True)
+        return True
 
     async def add_reaction(self, room_id: str, message_event_id: str, emoji: str) -> bool:
         """React with a gemoji shortcode (``"eyes"``, not Unicode): ``MessageService/AddReaction``
@@ -508,11 +508,12 @@ class ChattoClient:
         return r.removed
 
     async def update_typing(self, room_id: str, thread_root_event_id: str = "") -> bool:
-        """Signal "typing" (shown ~6 s; refresh every 3–5 s): ``RoomService/UpdateTypingIndicator``
-        → ``updated``. Idempotent, retried like a read."""
-        req = pb.UpdateTypingIndicatorRequest(room_id=room_id, thread_root_event_id=thread_root_event_id)
-        r = await self._call(API, "RoomService", "UpdateTypingIndicator", req, pb.UpdateTypingIndicatorResponse)
-        return r.updated
+        """Signal "typing" (shown ~6 s; refresh every 3–5 s): ``RoomService/RefreshTypingIndicator``
+        (beta.20; it replaced ``UpdateTypingIndicator`` and answers an empty response): True once
+        the call succeeded. Idempotent, retried like a read."""
+        req = pb.RefreshTypingIndicatorRequest(room_id=room_id, thread_root_event_id=thread_root_event_id)
+        await self._call(API, "RoomService", "RefreshTypingIndicator", req, pb.RefreshTypingIndicatorResponse)
+        return True
 
     # -------------------------------------------------------------- reads
 

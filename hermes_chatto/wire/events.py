@@ -1,75 +1,125 @@
-"""Typed realtime events: what the frame classifier (``frames.classify``) turns a
-``RealtimeServerFrame`` into. Plain data, no I/O, no Hermes import.
+"""Typed realtime events: what :func:`hermes_chatto.wire.frames.decode_frame` makes of one
+protocol-4 ``RealtimeServerFrame`` (Chatto 0.5.0-beta.10 … beta.20, ``chatto.realtime.v1``).
+Plain data, no I/O, no Hermes import.
 
-One server frame becomes zero or more events, in operation order. Each event
-carries ``projection_id`` (the enclosing ``RealtimeProjectionEvent.id``) and
-``resume_cursor`` (``None`` for synthetic catch-up events) where applicable.
+Protocol 4 events are *thin*: they name what happened (a room, an event id, the actor) and
+carry little content. A message's full body, attachments and its author's name come from
+ConnectRPC reads (``MessageService/GetMessage``, ``UserService/GetUser``); the adapter decides
+when a read is worth it.
 
-The events are read-only values by convention (equality and hash over all fields, as a
-frozen dataclass has), but not ``frozen=True``: a frozen slots dataclass's ``__init__`` sets
-each field through ``object.__setattr__``, about ten times the cost of a plain slot store,
-and several events are built for every realtime frame (``bench/p3_ingest_cost.py``). Never
-assign to an event's field; build a new one (``dataclasses.replace``).
+Every durable event carries ``cursor`` (the envelope's ``RealtimeEvent.cursor``): the
+session stores it as the resume cursor only after the event's handler returned. Transient
+events (typing, presence) carry ``cursor = None``. ``event_id`` is the envelope's
+``RealtimeEvent.id`` (for ``message_posted`` that is the new message's event id), ``actor_id``
+the envelope's ``actor_id`` (the author of a message, the reactor of a reaction, …), and
+``created_at`` epoch seconds or ``None``.
+
+The events are read-only values by convention (equality and hash over all fields), but not
+``frozen=True``: a frozen slots dataclass sets each field through ``object.__setattr__``,
+about ten times a plain slot store. Never assign to an event's field; build a new one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from .types import ChattoMessage, ChattoRoom, ChattoUser, ThreadKey
+from .types import ChattoRoom, ChattoUser
 
 
 @dataclass(slots=True, unsafe_hash=True)
-class NewMessage:
-    """A message was posted (root or thread reply; live or replayed).
+class MessagePosted:
+    """``message_posted`` (``MessagePostedEvent``): a root or a thread reply was posted.
 
-    ``message.author`` is filled from the upsert's ``includes``; ``is_self`` is True when
-    the author is the bot; ``event_cursor`` is a room-scoped ``tl:`` cursor.
+    ``body_plaintext`` is the server's plain-text rendering (``None`` when not sent); the
+    message as written (markdown, attachments) is read with ``GetMessage``.
+    ``mentions_viewer``: a direct or role mention in it includes the viewer (the bot);
+    ``@here``/``@all`` are ``mentions_everyone``. ``room_kind`` is ``"channel"``, ``"dm"``
+    or ``""``. ``echo_of_event_id`` is set on a channel echo of a thread reply.
     """
 
-    message: ChattoMessage
-    projection_id: str
-    resume_cursor: str | None = None
-    is_self: bool = False
-    event_cursor: str = ""
-    users: Mapping[str, ChattoUser] = field(default_factory=dict)
+    room_id: str
+    event_id: str
+    actor_id: str
+    cursor: str | None = None
+    created_at: float | None = None
+    thread_root_event_id: str = ""
+    in_reply_to: str = ""
+    echo_of_event_id: str = ""
+    echo_from_thread_root_event_id: str = ""
+    body_plaintext: str | None = None
+    room_kind: str = ""
+    mentions_viewer: bool = False
+    mentions_everyone: bool = False
+    mentioned_user_ids: tuple[str, ...] = ()
 
 
 @dataclass(slots=True, unsafe_hash=True)
 class MessageEdited:
-    """A known message's ``updated_at`` changed. ``projection_id`` is the edit fact's id."""
+    """``message_edited``: ``message_event_id`` in ``room_id`` changed (read it for the text);
+    ``actor_id`` is the editor."""
 
-    message: ChattoMessage
-    projection_id: str
-    editor_id: str = ""
-    resume_cursor: str | None = None
+    room_id: str
+    message_event_id: str
+    actor_id: str = ""
+    cursor: str | None = None
 
 
 @dataclass(slots=True, unsafe_hash=True)
-class MessageDeleted:
-    """A message became a tombstone (``deleted_at`` set)."""
+class MessageRetracted:
+    """``message_retracted``: ``message_event_id`` was deleted."""
 
-    message: ChattoMessage
-    projection_id: str
-    resume_cursor: str | None = None
+    room_id: str
+    message_event_id: str
+    actor_id: str = ""
+    cursor: str | None = None
 
 
 @dataclass(slots=True, unsafe_hash=True)
 class ReactionChanged:
-    """``reaction_change`` on an upsert: ``emoji`` is a gemoji shortcode."""
+    """``reaction_added`` / ``reaction_removed``: ``emoji`` is a gemoji shortcode,
+    ``user_id`` the reactor (the envelope's ``actor_id``)."""
 
     room_id: str
     message_event_id: str
     emoji: str
     user_id: str
     added: bool
-    projection_id: str = ""
+    cursor: str | None = None
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class ThreadCreated:
+    """``thread_created``: ``thread_root_event_id`` became a thread root."""
+
+    room_id: str
+    thread_root_event_id: str
+    actor_id: str = ""
+    cursor: str | None = None
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class ThreadFollowChanged:
+    """``thread_viewer_state_changed``: the bot started or stopped following a thread."""
+
+    room_id: str
+    thread_root_event_id: str
+    is_following: bool
+    cursor: str | None = None
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class NotificationsChanged:
+    """``notification_occurrences_changed``: the bot's occurrence list changed;
+    ``created_notification_id`` names a new occurrence (``""`` for other changes). The list
+    itself is read with ``NotificationService/ListNotificationOccurrences``."""
+
+    created_notification_id: str = ""
+    cursor: str | None = None
 
 
 @dataclass(slots=True, unsafe_hash=True)
 class Typing:
-    """Transient ``user_typing`` envelope (``user_id`` = envelope ``actor_id``)."""
+    """Transient ``user_typing`` (``user_id`` = the envelope's ``actor_id``)."""
 
     room_id: str
     thread_root_event_id: str
@@ -77,151 +127,96 @@ class Typing:
 
 
 @dataclass(slots=True, unsafe_hash=True)
-class RoomUpdated:
-    """``room_upsert`` / ``room_viewer_state_replace``: room metadata or membership.
+class RoomChanged:
+    """A room's metadata or the bot's place in it changed: ``room_created``,
+    ``room_updated``, ``room_archived`` / ``room_unarchived``, ``room_slow_mode_changed``,
+    ``room_threading_mode_changed``, ``user_joined_room`` / ``user_left_room`` (``kind`` is the
+    oneof name; ``actor_id`` is who joined or left). ``room`` holds what the event carries
+    (the rest: ``GetRoom``)."""
 
-    For ``room_viewer_state_replace`` only ``id``/``is_member``/``permissions`` are
-    meaningful (``partial`` is True)."""
-
-    room: ChattoRoom
-    partial: bool = False
-    projection_id: str = ""
+    kind: str
+    room_id: str
+    actor_id: str = ""
+    room: ChattoRoom | None = None
+    cursor: str | None = None
 
 
 @dataclass(slots=True, unsafe_hash=True)
 class RoomRemoved:
-    room_id: str
-    projection_id: str = ""
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class RoomActivity:
-    """``room_activity``: a root message happened in ``room_id``. For unretained rooms
-    this is the only signal; ``projection_id`` is then the new message's event id
-    (an inference from Chatto's projection mapper, not a documented contract — verify with
-    GetMessage)."""
+    """``room_deleted``."""
 
     room_id: str
-    projection_id: str
-    actor_id: str = ""
-    resume_cursor: str | None = None
+    cursor: str | None = None
 
 
 @dataclass(slots=True, unsafe_hash=True)
-class TimelineReplaced:
-    """``room_timeline_replace``: the latest room-timeline rows (no thread replies) of a
-    retained room, as sent after a reset; history, not new messages."""
+class UserChanged:
+    """``user_account_created`` / ``user_profile_changed`` / ``user_account_deleted``
+    (``kind`` the oneof name): a cached user is stale. ``is_bot`` is only known for
+    ``user_account_created``."""
 
-    room_id: str
-    messages: tuple[ChattoMessage, ...]
-    event_cursors: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class ViewerUpdated:
-    """``viewer_upsert``: the bot's own user (``user.profile``) and server permissions."""
-
-    user: ChattoUser
-    permissions: Mapping[str, bool] = field(default_factory=dict)
+    kind: str
+    user_id: str
+    is_bot: bool = False
+    cursor: str | None = None
 
 
 @dataclass(slots=True, unsafe_hash=True)
-class UserUpdated:
-    user: ChattoUser
+class PermissionsChanged:
+    """``viewer_permissions_changed`` / ``role_permissions_changed``: what the bot may do may
+    have changed (re-read rooms before relying on a permission)."""
+
+    kind: str
+    cursor: str | None = None
 
 
 @dataclass(slots=True, unsafe_hash=True)
-class ProjectionReset:
-    """``reset`` operation: the client projection starts over (catch-up reset path)."""
+class Snapshot:
+    """``snapshot``: the viewer's world before ``caught_up`` (``SNAPSHOT`` initial state or
+    recovery). ``rooms`` are the bot's rooms with viewer state, ``users`` the directory the
+    server sent, ``server_version`` ``ServerPublicProfile.version``."""
 
-    projection_id: str = ""
+    rooms: tuple[ChattoRoom, ...] = ()
+    users: tuple[ChattoUser, ...] = ()
+    server_version: str = ""
 
 
 @dataclass(slots=True, unsafe_hash=True)
 class CaughtUp:
-    """``caught_up``: everything after is live. ``cursor`` is a resume cursor."""
+    """``caught_up``: everything after is live. ``cursor`` is the resume cursor at this point;
+    ``recovery`` is ``"resumed"`` (the gap since the requested cursor was replayed before this
+    frame), ``"snapshot"`` or ``"live_only"`` (it was not: a gap, if any, must be recovered
+    through ConnectRPC reads) or ``""``."""
 
     cursor: str
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class CursorAdvanced:
-    """A projection event carried a ``resume_cursor`` (emitted once per projection event,
-    after its other events, so the cursor is stored only when they were processed)."""
-
-    cursor: str
-    projection_id: str = ""
+    recovery: str = ""
 
 
 @dataclass(slots=True, unsafe_hash=True)
 class Ignored:
-    """Something deliberately not acted on; ``reason`` is a short stable slug such as
-    ``echo_row``, ``thread_root_refresh``, ``summary_refresh``, ``unknown_operation``,
-    ``undecodable_frame``, ``non_message_row``."""
+    """A durable event nobody acts on (its cursor still counts), or a frame that could not be
+    decoded. ``reason`` is a short stable slug: ``other_event``, ``empty_event``,
+    ``undecodable_frame``."""
 
     reason: str
     detail: str = ""
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class FollowedThreadsChanged:
-    """``thread_viewer_states_replace``: the viewer's followed threads changed (Chatto sends
-    the full list). ``threads`` = ``(thread, has_unread)`` of the followed threads **in
-    ``room_id``**, and empty when ``room_id`` is ``""`` (nobody acts on those).
-
-    ``room_id`` is set when the projection event is a fact of exactly one room that carries
-    no ``room_activity`` and no timeline row of that room: a reply posted in a followed
-    thread of a room the socket does not retain (realtime_projection.go, message_posted
-    ``in_thread``: ``room_upsert`` + ``room_viewer_state_replace`` + this). ``projection_id``
-    is then the reply's event id (verify with ``GetMessage``). ``""`` otherwise (the
-    reconciliation list, follow changes, replies the socket streams)."""
-
-    threads: tuple[tuple[ThreadKey, bool], ...]
-    projection_id: str
-    actor_id: str = ""
-    room_id: str = ""
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class MessageNotice:
-    """One notification occurrence that points at a message (``NotificationSignal`` kinds
-    ``direct_mention_received``, ``reply_received``, ``followed_thread_activity``, …;
-    ``kind`` is the oneof name). ``created_at`` epoch seconds or ``None``."""
-
-    kind: str
-    room_id: str
-    event_id: str
-    thread_root_event_id: str
-    actor_id: str
-    unread: bool
-    created_at: float | None
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class NotificationsReplaced:
-    """``notification_occurrences_replace``: the viewer's current occurrence page (newest
-    first), the message-bound ones as :class:`MessageNotice`."""
-
-    notices: tuple[MessageNotice, ...]
-    projection_id: str = ""
+    cursor: str | None = None
 
 
 RealtimeEvent = (
-    NewMessage
+    MessagePosted
     | MessageEdited
-    | MessageDeleted
+    | MessageRetracted
     | ReactionChanged
+    | ThreadCreated
+    | ThreadFollowChanged
+    | NotificationsChanged
     | Typing
-    | RoomUpdated
+    | RoomChanged
     | RoomRemoved
-    | RoomActivity
-    | TimelineReplaced
-    | ViewerUpdated
-    | UserUpdated
-    | ProjectionReset
+    | UserChanged
+    | PermissionsChanged
+    | Snapshot
     | CaughtUp
-    | CursorAdvanced
-    | FollowedThreadsChanged
-    | NotificationsReplaced
     | Ignored
 )

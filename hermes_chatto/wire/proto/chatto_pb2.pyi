@@ -10,11 +10,27 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class PresenceStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PRESENCE_STATUS_UNSPECIFIED: _ClassVar[PresenceStatus]
+    PRESENCE_STATUS_ONLINE: _ClassVar[PresenceStatus]
+    PRESENCE_STATUS_AWAY: _ClassVar[PresenceStatus]
+    PRESENCE_STATUS_DO_NOT_DISTURB: _ClassVar[PresenceStatus]
+    PRESENCE_STATUS_OFFLINE: _ClassVar[PresenceStatus]
+
 class RoomKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ROOM_KIND_UNSPECIFIED: _ClassVar[RoomKind]
     ROOM_KIND_CHANNEL: _ClassVar[RoomKind]
     ROOM_KIND_DM: _ClassVar[RoomKind]
+
+class RoomThreadingMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ROOM_THREADING_MODE_UNSPECIFIED: _ClassVar[RoomThreadingMode]
+    ROOM_THREADING_MODE_REQUIRED: _ClassVar[RoomThreadingMode]
+    ROOM_THREADING_MODE_ENCOURAGED: _ClassVar[RoomThreadingMode]
+    ROOM_THREADING_MODE_ENABLED: _ClassVar[RoomThreadingMode]
+    ROOM_THREADING_MODE_DISABLED: _ClassVar[RoomThreadingMode]
 
 class RoomDirectoryScope(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -23,17 +39,30 @@ class RoomDirectoryScope(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ROOM_DIRECTORY_SCOPE_CHANNELS: _ClassVar[RoomDirectoryScope]
     ROOM_DIRECTORY_SCOPE_DMS: _ClassVar[RoomDirectoryScope]
 
-class RealtimeProjectionReactionAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+class RealtimeInitialState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
-    REALTIME_PROJECTION_REACTION_ACTION_UNSPECIFIED: _ClassVar[RealtimeProjectionReactionAction]
-    REALTIME_PROJECTION_REACTION_ACTION_ADDED: _ClassVar[RealtimeProjectionReactionAction]
-    REALTIME_PROJECTION_REACTION_ACTION_REMOVED: _ClassVar[RealtimeProjectionReactionAction]
+    REALTIME_INITIAL_STATE_UNSPECIFIED: _ClassVar[RealtimeInitialState]
+    REALTIME_INITIAL_STATE_LIVE_ONLY: _ClassVar[RealtimeInitialState]
+    REALTIME_INITIAL_STATE_SNAPSHOT: _ClassVar[RealtimeInitialState]
 
-class RealtimeProjectionPinnedAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+class RealtimeRecovery(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
-    REALTIME_PROJECTION_PINNED_ACTION_UNSPECIFIED: _ClassVar[RealtimeProjectionPinnedAction]
-    REALTIME_PROJECTION_PINNED_ACTION_CREATED: _ClassVar[RealtimeProjectionPinnedAction]
-    REALTIME_PROJECTION_PINNED_ACTION_DELETED: _ClassVar[RealtimeProjectionPinnedAction]
+    REALTIME_RECOVERY_UNSPECIFIED: _ClassVar[RealtimeRecovery]
+    REALTIME_RECOVERY_RESUMED: _ClassVar[RealtimeRecovery]
+    REALTIME_RECOVERY_SNAPSHOT: _ClassVar[RealtimeRecovery]
+    REALTIME_RECOVERY_LIVE_ONLY: _ClassVar[RealtimeRecovery]
+
+class RealtimeCloseCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    REALTIME_CLOSE_CODE_UNSPECIFIED: _ClassVar[RealtimeCloseCode]
+    REALTIME_CLOSE_CODE_INVALID_REQUEST: _ClassVar[RealtimeCloseCode]
+    REALTIME_CLOSE_CODE_UNSUPPORTED_PROTOCOL: _ClassVar[RealtimeCloseCode]
+    REALTIME_CLOSE_CODE_TEMPORARILY_UNAVAILABLE: _ClassVar[RealtimeCloseCode]
+    REALTIME_CLOSE_CODE_AUTHENTICATION_REQUIRED: _ClassVar[RealtimeCloseCode]
+    REALTIME_CLOSE_CODE_SESSION_RENEWAL_REQUIRED: _ClassVar[RealtimeCloseCode]
+    REALTIME_CLOSE_CODE_RESYNC_REQUIRED: _ClassVar[RealtimeCloseCode]
+    REALTIME_CLOSE_CODE_SESSION_TERMINATED: _ClassVar[RealtimeCloseCode]
+    REALTIME_CLOSE_CODE_PRIVILEGED_MODE_EXPIRED: _ClassVar[RealtimeCloseCode]
 
 class AssetUploadStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -41,39 +70,67 @@ class AssetUploadStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ASSET_UPLOAD_STATUS_OPEN: _ClassVar[AssetUploadStatus]
     ASSET_UPLOAD_STATUS_COMPLETED: _ClassVar[AssetUploadStatus]
     ASSET_UPLOAD_STATUS_CANCELLED: _ClassVar[AssetUploadStatus]
+PRESENCE_STATUS_UNSPECIFIED: PresenceStatus
+PRESENCE_STATUS_ONLINE: PresenceStatus
+PRESENCE_STATUS_AWAY: PresenceStatus
+PRESENCE_STATUS_DO_NOT_DISTURB: PresenceStatus
+PRESENCE_STATUS_OFFLINE: PresenceStatus
 ROOM_KIND_UNSPECIFIED: RoomKind
 ROOM_KIND_CHANNEL: RoomKind
 ROOM_KIND_DM: RoomKind
+ROOM_THREADING_MODE_UNSPECIFIED: RoomThreadingMode
+ROOM_THREADING_MODE_REQUIRED: RoomThreadingMode
+ROOM_THREADING_MODE_ENCOURAGED: RoomThreadingMode
+ROOM_THREADING_MODE_ENABLED: RoomThreadingMode
+ROOM_THREADING_MODE_DISABLED: RoomThreadingMode
 ROOM_DIRECTORY_SCOPE_UNSPECIFIED: RoomDirectoryScope
 ROOM_DIRECTORY_SCOPE_ALL: RoomDirectoryScope
 ROOM_DIRECTORY_SCOPE_CHANNELS: RoomDirectoryScope
 ROOM_DIRECTORY_SCOPE_DMS: RoomDirectoryScope
-REALTIME_PROJECTION_REACTION_ACTION_UNSPECIFIED: RealtimeProjectionReactionAction
-REALTIME_PROJECTION_REACTION_ACTION_ADDED: RealtimeProjectionReactionAction
-REALTIME_PROJECTION_REACTION_ACTION_REMOVED: RealtimeProjectionReactionAction
-REALTIME_PROJECTION_PINNED_ACTION_UNSPECIFIED: RealtimeProjectionPinnedAction
-REALTIME_PROJECTION_PINNED_ACTION_CREATED: RealtimeProjectionPinnedAction
-REALTIME_PROJECTION_PINNED_ACTION_DELETED: RealtimeProjectionPinnedAction
+REALTIME_INITIAL_STATE_UNSPECIFIED: RealtimeInitialState
+REALTIME_INITIAL_STATE_LIVE_ONLY: RealtimeInitialState
+REALTIME_INITIAL_STATE_SNAPSHOT: RealtimeInitialState
+REALTIME_RECOVERY_UNSPECIFIED: RealtimeRecovery
+REALTIME_RECOVERY_RESUMED: RealtimeRecovery
+REALTIME_RECOVERY_SNAPSHOT: RealtimeRecovery
+REALTIME_RECOVERY_LIVE_ONLY: RealtimeRecovery
+REALTIME_CLOSE_CODE_UNSPECIFIED: RealtimeCloseCode
+REALTIME_CLOSE_CODE_INVALID_REQUEST: RealtimeCloseCode
+REALTIME_CLOSE_CODE_UNSUPPORTED_PROTOCOL: RealtimeCloseCode
+REALTIME_CLOSE_CODE_TEMPORARILY_UNAVAILABLE: RealtimeCloseCode
+REALTIME_CLOSE_CODE_AUTHENTICATION_REQUIRED: RealtimeCloseCode
+REALTIME_CLOSE_CODE_SESSION_RENEWAL_REQUIRED: RealtimeCloseCode
+REALTIME_CLOSE_CODE_RESYNC_REQUIRED: RealtimeCloseCode
+REALTIME_CLOSE_CODE_SESSION_TERMINATED: RealtimeCloseCode
+REALTIME_CLOSE_CODE_PRIVILEGED_MODE_EXPIRED: RealtimeCloseCode
 ASSET_UPLOAD_STATUS_UNSPECIFIED: AssetUploadStatus
 ASSET_UPLOAD_STATUS_OPEN: AssetUploadStatus
 ASSET_UPLOAD_STATUS_COMPLETED: AssetUploadStatus
 ASSET_UPLOAD_STATUS_CANCELLED: AssetUploadStatus
 
 class User(_message.Message):
-    __slots__ = ("id", "login", "display_name", "deleted", "avatar_url", "is_bot")
+    __slots__ = ("id", "login", "display_name", "deleted", "avatar_url", "presence_status", "bot")
     ID_FIELD_NUMBER: _ClassVar[int]
     LOGIN_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
     DELETED_FIELD_NUMBER: _ClassVar[int]
     AVATAR_URL_FIELD_NUMBER: _ClassVar[int]
-    IS_BOT_FIELD_NUMBER: _ClassVar[int]
+    PRESENCE_STATUS_FIELD_NUMBER: _ClassVar[int]
+    BOT_FIELD_NUMBER: _ClassVar[int]
     id: str
     login: str
     display_name: str
     deleted: bool
     avatar_url: str
-    is_bot: bool
-    def __init__(self, id: _Optional[str] = ..., login: _Optional[str] = ..., display_name: _Optional[str] = ..., deleted: _Optional[bool] = ..., avatar_url: _Optional[str] = ..., is_bot: _Optional[bool] = ...) -> None: ...
+    presence_status: PresenceStatus
+    bot: BotInfo
+    def __init__(self, id: _Optional[str] = ..., login: _Optional[str] = ..., display_name: _Optional[str] = ..., deleted: _Optional[bool] = ..., avatar_url: _Optional[str] = ..., presence_status: _Optional[_Union[PresenceStatus, str]] = ..., bot: _Optional[_Union[BotInfo, _Mapping]] = ...) -> None: ...
+
+class BotInfo(_message.Message):
+    __slots__ = ("owner_user_id",)
+    OWNER_USER_ID_FIELD_NUMBER: _ClassVar[int]
+    owner_user_id: str
+    def __init__(self, owner_user_id: _Optional[str] = ...) -> None: ...
 
 class PermissionGrant(_message.Message):
     __slots__ = ("permission", "granted")
@@ -106,7 +163,7 @@ class DirectoryMember(_message.Message):
     def __init__(self, user: _Optional[_Union[User, _Mapping]] = ..., roles: _Optional[_Iterable[str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Room(_message.Message):
-    __slots__ = ("id", "kind", "name", "description", "archived", "group_id", "universal", "slow_mode_seconds")
+    __slots__ = ("id", "kind", "name", "description", "archived", "group_id", "universal", "slow_mode_seconds", "threading_mode", "thread_slow_mode_seconds")
     ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -115,6 +172,8 @@ class Room(_message.Message):
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     UNIVERSAL_FIELD_NUMBER: _ClassVar[int]
     SLOW_MODE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    THREADING_MODE_FIELD_NUMBER: _ClassVar[int]
+    THREAD_SLOW_MODE_SECONDS_FIELD_NUMBER: _ClassVar[int]
     id: str
     kind: RoomKind
     name: str
@@ -123,7 +182,19 @@ class Room(_message.Message):
     group_id: str
     universal: bool
     slow_mode_seconds: int
-    def __init__(self, id: _Optional[str] = ..., kind: _Optional[_Union[RoomKind, str]] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., archived: _Optional[bool] = ..., group_id: _Optional[str] = ..., universal: _Optional[bool] = ..., slow_mode_seconds: _Optional[int] = ...) -> None: ...
+    threading_mode: RoomThreadingMode
+    thread_slow_mode_seconds: int
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[_Union[RoomKind, str]] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., archived: _Optional[bool] = ..., group_id: _Optional[str] = ..., universal: _Optional[bool] = ..., slow_mode_seconds: _Optional[int] = ..., threading_mode: _Optional[_Union[RoomThreadingMode, str]] = ..., thread_slow_mode_seconds: _Optional[int] = ...) -> None: ...
+
+class RoomSummary(_message.Message):
+    __slots__ = ("id", "kind", "name")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    kind: RoomKind
+    name: str
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[_Union[RoomKind, str]] = ..., name: _Optional[str] = ...) -> None: ...
 
 class RoomViewerState(_message.Message):
     __slots__ = ("is_member", "has_unread", "permissions", "slow_mode_next_post_at")
@@ -138,14 +209,16 @@ class RoomViewerState(_message.Message):
     def __init__(self, is_member: _Optional[bool] = ..., has_unread: _Optional[bool] = ..., permissions: _Optional[_Iterable[_Union[PermissionGrant, _Mapping]]] = ..., slow_mode_next_post_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class RoomWithViewerState(_message.Message):
-    __slots__ = ("room", "viewer_state")
+    __slots__ = ("room", "viewer_state", "member_user_ids")
     ROOM_FIELD_NUMBER: _ClassVar[int]
     VIEWER_STATE_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_USER_IDS_FIELD_NUMBER: _ClassVar[int]
     room: Room
     viewer_state: RoomViewerState
-    def __init__(self, room: _Optional[_Union[Room, _Mapping]] = ..., viewer_state: _Optional[_Union[RoomViewerState, _Mapping]] = ...) -> None: ...
+    member_user_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, room: _Optional[_Union[Room, _Mapping]] = ..., viewer_state: _Optional[_Union[RoomViewerState, _Mapping]] = ..., member_user_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
-class AssetUrl(_message.Message):
+class MessageAssetUrl(_message.Message):
     __slots__ = ("url", "expires_at")
     URL_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
@@ -167,9 +240,9 @@ class MessageAttachment(_message.Message):
     content_type: str
     width: int
     height: int
-    asset_url: AssetUrl
-    thumbnail_asset_url: AssetUrl
-    def __init__(self, id: _Optional[str] = ..., filename: _Optional[str] = ..., content_type: _Optional[str] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., asset_url: _Optional[_Union[AssetUrl, _Mapping]] = ..., thumbnail_asset_url: _Optional[_Union[AssetUrl, _Mapping]] = ...) -> None: ...
+    asset_url: MessageAssetUrl
+    thumbnail_asset_url: MessageAssetUrl
+    def __init__(self, id: _Optional[str] = ..., filename: _Optional[str] = ..., content_type: _Optional[str] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., asset_url: _Optional[_Union[MessageAssetUrl, _Mapping]] = ..., thumbnail_asset_url: _Optional[_Union[MessageAssetUrl, _Mapping]] = ...) -> None: ...
 
 class MessageReaction(_message.Message):
     __slots__ = ("emoji", "count", "has_reacted", "preview_user_ids")
@@ -184,12 +257,12 @@ class MessageReaction(_message.Message):
     def __init__(self, emoji: _Optional[str] = ..., count: _Optional[int] = ..., has_reacted: _Optional[bool] = ..., preview_user_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ThreadViewerState(_message.Message):
-    __slots__ = ("is_following", "has_unread")
+    __slots__ = ("is_following", "has_unread_replies")
     IS_FOLLOWING_FIELD_NUMBER: _ClassVar[int]
-    HAS_UNREAD_FIELD_NUMBER: _ClassVar[int]
+    HAS_UNREAD_REPLIES_FIELD_NUMBER: _ClassVar[int]
     is_following: bool
-    has_unread: bool
-    def __init__(self, is_following: _Optional[bool] = ..., has_unread: _Optional[bool] = ...) -> None: ...
+    has_unread_replies: bool
+    def __init__(self, is_following: _Optional[bool] = ..., has_unread_replies: _Optional[bool] = ...) -> None: ...
 
 class ThreadSummary(_message.Message):
     __slots__ = ("thread_root_event_id", "reply_count", "last_reply_at", "participant_preview_user_ids", "participant_count", "viewer_state")
@@ -457,10 +530,8 @@ class DeleteMessageRequest(_message.Message):
     def __init__(self, room_id: _Optional[str] = ..., event_id: _Optional[str] = ...) -> None: ...
 
 class DeleteMessageResponse(_message.Message):
-    __slots__ = ("deleted",)
-    DELETED_FIELD_NUMBER: _ClassVar[int]
-    deleted: bool
-    def __init__(self, deleted: _Optional[bool] = ...) -> None: ...
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class GetMessageRequest(_message.Message):
     __slots__ = ("room_id", "event_id")
@@ -534,7 +605,7 @@ class GetRoomEventsResponse(_message.Message):
     page: RoomTimelinePage
     def __init__(self, page: _Optional[_Union[RoomTimelinePage, _Mapping]] = ...) -> None: ...
 
-class UpdateTypingIndicatorRequest(_message.Message):
+class RefreshTypingIndicatorRequest(_message.Message):
     __slots__ = ("room_id", "thread_root_event_id")
     ROOM_ID_FIELD_NUMBER: _ClassVar[int]
     THREAD_ROOT_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -542,11 +613,109 @@ class UpdateTypingIndicatorRequest(_message.Message):
     thread_root_event_id: str
     def __init__(self, room_id: _Optional[str] = ..., thread_root_event_id: _Optional[str] = ...) -> None: ...
 
-class UpdateTypingIndicatorResponse(_message.Message):
-    __slots__ = ("updated",)
-    UPDATED_FIELD_NUMBER: _ClassVar[int]
-    updated: bool
-    def __init__(self, updated: _Optional[bool] = ...) -> None: ...
+class RefreshTypingIndicatorResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class BatchGetMessagesRequest(_message.Message):
+    __slots__ = ("room_id", "event_ids")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    EVENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    event_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, room_id: _Optional[str] = ..., event_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class BatchGetMessagesResponse(_message.Message):
+    __slots__ = ("messages",)
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[Message]
+    def __init__(self, messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ...) -> None: ...
+
+class SetPresenceRequest(_message.Message):
+    __slots__ = ("status", "user_selected")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    USER_SELECTED_FIELD_NUMBER: _ClassVar[int]
+    status: PresenceStatus
+    user_selected: bool
+    def __init__(self, status: _Optional[_Union[PresenceStatus, str]] = ..., user_selected: _Optional[bool] = ...) -> None: ...
+
+class SetPresenceResponse(_message.Message):
+    __slots__ = ("status",)
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    status: PresenceStatus
+    def __init__(self, status: _Optional[_Union[PresenceStatus, str]] = ...) -> None: ...
+
+class RefreshPresenceRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class PresencePreference(_message.Message):
+    __slots__ = ("status", "revision")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    status: PresenceStatus
+    revision: str
+    def __init__(self, status: _Optional[_Union[PresenceStatus, str]] = ..., revision: _Optional[str] = ...) -> None: ...
+
+class RefreshPresenceResponse(_message.Message):
+    __slots__ = ("preference",)
+    PREFERENCE_FIELD_NUMBER: _ClassVar[int]
+    preference: PresencePreference
+    def __init__(self, preference: _Optional[_Union[PresencePreference, _Mapping]] = ...) -> None: ...
+
+class BotApiKey(_message.Message):
+    __slots__ = ("id", "name", "created_at")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    created_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Bot(_message.Message):
+    __slots__ = ("user", "owner_user_id", "created_at", "api_keys")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    OWNER_USER_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    API_KEYS_FIELD_NUMBER: _ClassVar[int]
+    user: User
+    owner_user_id: str
+    created_at: _timestamp_pb2.Timestamp
+    api_keys: _containers.RepeatedCompositeFieldContainer[BotApiKey]
+    def __init__(self, user: _Optional[_Union[User, _Mapping]] = ..., owner_user_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., api_keys: _Optional[_Iterable[_Union[BotApiKey, _Mapping]]] = ...) -> None: ...
+
+class CreateBotApiKeyRequest(_message.Message):
+    __slots__ = ("bot_user_id", "name")
+    BOT_USER_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    bot_user_id: str
+    name: str
+    def __init__(self, bot_user_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class CreateBotApiKeyResponse(_message.Message):
+    __slots__ = ("bot", "api_key", "api_key_metadata")
+    BOT_FIELD_NUMBER: _ClassVar[int]
+    API_KEY_FIELD_NUMBER: _ClassVar[int]
+    API_KEY_METADATA_FIELD_NUMBER: _ClassVar[int]
+    bot: Bot
+    api_key: str
+    api_key_metadata: BotApiKey
+    def __init__(self, bot: _Optional[_Union[Bot, _Mapping]] = ..., api_key: _Optional[str] = ..., api_key_metadata: _Optional[_Union[BotApiKey, _Mapping]] = ...) -> None: ...
+
+class RevokeBotApiKeyRequest(_message.Message):
+    __slots__ = ("bot_user_id", "key_id")
+    BOT_USER_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    bot_user_id: str
+    key_id: str
+    def __init__(self, bot_user_id: _Optional[str] = ..., key_id: _Optional[str] = ...) -> None: ...
+
+class RevokeBotApiKeyResponse(_message.Message):
+    __slots__ = ("bot",)
+    BOT_FIELD_NUMBER: _ClassVar[int]
+    bot: Bot
+    def __init__(self, bot: _Optional[_Union[Bot, _Mapping]] = ...) -> None: ...
 
 class AddReactionRequest(_message.Message):
     __slots__ = ("room_id", "message_event_id", "emoji")
@@ -610,299 +779,82 @@ class GetUserResponse(_message.Message):
     user: DirectoryMember
     def __init__(self, user: _Optional[_Union[DirectoryMember, _Mapping]] = ...) -> None: ...
 
-class RealtimeClientHello(_message.Message):
-    __slots__ = ("protocol_version", "bearer_token")
-    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
-    BEARER_TOKEN_FIELD_NUMBER: _ClassVar[int]
-    protocol_version: int
-    bearer_token: str
-    def __init__(self, protocol_version: _Optional[int] = ..., bearer_token: _Optional[str] = ...) -> None: ...
-
-class RealtimeSubscribeEvents(_message.Message):
-    __slots__ = ("resume_cursor", "retained_room_ids")
-    RESUME_CURSOR_FIELD_NUMBER: _ClassVar[int]
-    RETAINED_ROOM_IDS_FIELD_NUMBER: _ClassVar[int]
-    resume_cursor: str
-    retained_room_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, resume_cursor: _Optional[str] = ..., retained_room_ids: _Optional[_Iterable[str]] = ...) -> None: ...
-
-class RealtimePing(_message.Message):
-    __slots__ = ("nonce",)
-    NONCE_FIELD_NUMBER: _ClassVar[int]
-    nonce: str
-    def __init__(self, nonce: _Optional[str] = ...) -> None: ...
-
-class RealtimeHydrateRoom(_message.Message):
-    __slots__ = ("room_id",)
-    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
-    room_id: str
-    def __init__(self, room_id: _Optional[str] = ...) -> None: ...
-
-class RealtimeClientFrame(_message.Message):
-    __slots__ = ("hello", "subscribe_events", "ping", "hydrate_room")
-    HELLO_FIELD_NUMBER: _ClassVar[int]
-    SUBSCRIBE_EVENTS_FIELD_NUMBER: _ClassVar[int]
-    PING_FIELD_NUMBER: _ClassVar[int]
-    HYDRATE_ROOM_FIELD_NUMBER: _ClassVar[int]
-    hello: RealtimeClientHello
-    subscribe_events: RealtimeSubscribeEvents
-    ping: RealtimePing
-    hydrate_room: RealtimeHydrateRoom
-    def __init__(self, hello: _Optional[_Union[RealtimeClientHello, _Mapping]] = ..., subscribe_events: _Optional[_Union[RealtimeSubscribeEvents, _Mapping]] = ..., ping: _Optional[_Union[RealtimePing, _Mapping]] = ..., hydrate_room: _Optional[_Union[RealtimeHydrateRoom, _Mapping]] = ...) -> None: ...
-
-class RealtimeServerHello(_message.Message):
-    __slots__ = ("protocol_version", "server_version", "heartbeat_interval_seconds", "capabilities")
-    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
-    SERVER_VERSION_FIELD_NUMBER: _ClassVar[int]
-    HEARTBEAT_INTERVAL_SECONDS_FIELD_NUMBER: _ClassVar[int]
-    CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
-    protocol_version: int
-    server_version: str
-    heartbeat_interval_seconds: int
-    capabilities: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, protocol_version: _Optional[int] = ..., server_version: _Optional[str] = ..., heartbeat_interval_seconds: _Optional[int] = ..., capabilities: _Optional[_Iterable[str]] = ...) -> None: ...
-
-class RealtimeSubscribed(_message.Message):
-    __slots__ = ("start_cursor",)
-    START_CURSOR_FIELD_NUMBER: _ClassVar[int]
-    start_cursor: str
-    def __init__(self, start_cursor: _Optional[str] = ...) -> None: ...
-
-class RealtimeCaughtUp(_message.Message):
-    __slots__ = ("cursor",)
-    CURSOR_FIELD_NUMBER: _ClassVar[int]
-    cursor: str
-    def __init__(self, cursor: _Optional[str] = ...) -> None: ...
-
-class RealtimeHeartbeat(_message.Message):
-    __slots__ = ("id", "created_at")
-    ID_FIELD_NUMBER: _ClassVar[int]
-    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
-    id: str
-    created_at: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
-
-class RealtimePong(_message.Message):
-    __slots__ = ("nonce",)
-    NONCE_FIELD_NUMBER: _ClassVar[int]
-    nonce: str
-    def __init__(self, nonce: _Optional[str] = ...) -> None: ...
-
-class RealtimeError(_message.Message):
-    __slots__ = ("code", "message", "fatal", "retry_after_ms", "room_id")
-    CODE_FIELD_NUMBER: _ClassVar[int]
-    MESSAGE_FIELD_NUMBER: _ClassVar[int]
-    FATAL_FIELD_NUMBER: _ClassVar[int]
-    RETRY_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
-    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
-    code: str
-    message: str
-    fatal: bool
-    retry_after_ms: int
-    room_id: str
-    def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., fatal: _Optional[bool] = ..., retry_after_ms: _Optional[int] = ..., room_id: _Optional[str] = ...) -> None: ...
-
-class RealtimeClose(_message.Message):
-    __slots__ = ("code", "message", "reconnect", "retry_after_ms")
-    CODE_FIELD_NUMBER: _ClassVar[int]
-    MESSAGE_FIELD_NUMBER: _ClassVar[int]
-    RECONNECT_FIELD_NUMBER: _ClassVar[int]
-    RETRY_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
-    code: str
-    message: str
-    reconnect: bool
-    retry_after_ms: int
-    def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., reconnect: _Optional[bool] = ..., retry_after_ms: _Optional[int] = ...) -> None: ...
-
-class RealtimeTypingEvent(_message.Message):
-    __slots__ = ("room_id", "thread_root_event_id")
-    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
-    THREAD_ROOT_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
-    room_id: str
-    thread_root_event_id: str
-    def __init__(self, room_id: _Optional[str] = ..., thread_root_event_id: _Optional[str] = ...) -> None: ...
-
-class RealtimePresenceChangedEvent(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
-
-class RealtimeSessionTerminatedEvent(_message.Message):
-    __slots__ = ("reason",)
-    REASON_FIELD_NUMBER: _ClassVar[int]
-    reason: str
-    def __init__(self, reason: _Optional[str] = ...) -> None: ...
-
-class RealtimeEventEnvelope(_message.Message):
-    __slots__ = ("id", "created_at", "actor_id", "user_typing", "presence_changed", "session_terminated")
-    ID_FIELD_NUMBER: _ClassVar[int]
-    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
-    ACTOR_ID_FIELD_NUMBER: _ClassVar[int]
-    USER_TYPING_FIELD_NUMBER: _ClassVar[int]
-    PRESENCE_CHANGED_FIELD_NUMBER: _ClassVar[int]
-    SESSION_TERMINATED_FIELD_NUMBER: _ClassVar[int]
-    id: str
-    created_at: _timestamp_pb2.Timestamp
-    actor_id: str
-    user_typing: RealtimeTypingEvent
-    presence_changed: RealtimePresenceChangedEvent
-    session_terminated: RealtimeSessionTerminatedEvent
-    def __init__(self, id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor_id: _Optional[str] = ..., user_typing: _Optional[_Union[RealtimeTypingEvent, _Mapping]] = ..., presence_changed: _Optional[_Union[RealtimePresenceChangedEvent, _Mapping]] = ..., session_terminated: _Optional[_Union[RealtimeSessionTerminatedEvent, _Mapping]] = ...) -> None: ...
-
-class RealtimeProjectionReset(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
-
-class RealtimeProjectionUserRemove(_message.Message):
-    __slots__ = ("user_id",)
-    USER_ID_FIELD_NUMBER: _ClassVar[int]
-    user_id: str
-    def __init__(self, user_id: _Optional[str] = ...) -> None: ...
-
-class RealtimeProjectionRoom(_message.Message):
-    __slots__ = ("room", "member_user_ids", "has_message_history")
-    ROOM_FIELD_NUMBER: _ClassVar[int]
-    MEMBER_USER_IDS_FIELD_NUMBER: _ClassVar[int]
-    HAS_MESSAGE_HISTORY_FIELD_NUMBER: _ClassVar[int]
-    room: RoomWithViewerState
-    member_user_ids: _containers.RepeatedScalarFieldContainer[str]
-    has_message_history: bool
-    def __init__(self, room: _Optional[_Union[RoomWithViewerState, _Mapping]] = ..., member_user_ids: _Optional[_Iterable[str]] = ..., has_message_history: _Optional[bool] = ...) -> None: ...
-
-class RealtimeProjectionRoomRemove(_message.Message):
-    __slots__ = ("room_id",)
-    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
-    room_id: str
-    def __init__(self, room_id: _Optional[str] = ...) -> None: ...
-
-class RealtimeProjectionOpaque(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
-
-class RealtimeProjectionRoomTimelineReplace(_message.Message):
-    __slots__ = ("room_id", "page", "event_cursors")
-    class EventCursorsEntry(_message.Message):
-        __slots__ = ("key", "value")
-        KEY_FIELD_NUMBER: _ClassVar[int]
-        VALUE_FIELD_NUMBER: _ClassVar[int]
-        key: str
-        value: str
-        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
-    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
-    PAGE_FIELD_NUMBER: _ClassVar[int]
-    EVENT_CURSORS_FIELD_NUMBER: _ClassVar[int]
-    room_id: str
-    page: RoomTimelinePage
-    event_cursors: _containers.ScalarMap[str, str]
-    def __init__(self, room_id: _Optional[str] = ..., page: _Optional[_Union[RoomTimelinePage, _Mapping]] = ..., event_cursors: _Optional[_Mapping[str, str]] = ...) -> None: ...
-
-class RealtimeProjectionReactionChange(_message.Message):
-    __slots__ = ("action", "message_event_id", "emoji", "user_id")
-    ACTION_FIELD_NUMBER: _ClassVar[int]
-    MESSAGE_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
-    EMOJI_FIELD_NUMBER: _ClassVar[int]
-    USER_ID_FIELD_NUMBER: _ClassVar[int]
-    action: RealtimeProjectionReactionAction
-    message_event_id: str
-    emoji: str
-    user_id: str
-    def __init__(self, action: _Optional[_Union[RealtimeProjectionReactionAction, str]] = ..., message_event_id: _Optional[str] = ..., emoji: _Optional[str] = ..., user_id: _Optional[str] = ...) -> None: ...
-
-class RealtimeProjectionRoomTimelineEventUpsert(_message.Message):
-    __slots__ = ("room_id", "event", "includes", "reaction_change", "retain_deleted_row", "event_cursor")
-    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
-    EVENT_FIELD_NUMBER: _ClassVar[int]
-    INCLUDES_FIELD_NUMBER: _ClassVar[int]
-    REACTION_CHANGE_FIELD_NUMBER: _ClassVar[int]
-    RETAIN_DELETED_ROW_FIELD_NUMBER: _ClassVar[int]
-    EVENT_CURSOR_FIELD_NUMBER: _ClassVar[int]
-    room_id: str
-    event: RoomTimelineEvent
-    includes: RoomTimelineIncludes
-    reaction_change: RealtimeProjectionReactionChange
-    retain_deleted_row: bool
-    event_cursor: str
-    def __init__(self, room_id: _Optional[str] = ..., event: _Optional[_Union[RoomTimelineEvent, _Mapping]] = ..., includes: _Optional[_Union[RoomTimelineIncludes, _Mapping]] = ..., reaction_change: _Optional[_Union[RealtimeProjectionReactionChange, _Mapping]] = ..., retain_deleted_row: _Optional[bool] = ..., event_cursor: _Optional[str] = ...) -> None: ...
-
-class RealtimeProjectionRoomTimelineEventRemove(_message.Message):
-    __slots__ = ("room_id", "event_id")
-    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
-    EVENT_ID_FIELD_NUMBER: _ClassVar[int]
-    room_id: str
-    event_id: str
-    def __init__(self, room_id: _Optional[str] = ..., event_id: _Optional[str] = ...) -> None: ...
-
-class RealtimeProjectionPinnedMessageChange(_message.Message):
-    __slots__ = ("action", "room_id", "message_event_id")
-    ACTION_FIELD_NUMBER: _ClassVar[int]
-    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
-    MESSAGE_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
-    action: RealtimeProjectionPinnedAction
-    room_id: str
-    message_event_id: str
-    def __init__(self, action: _Optional[_Union[RealtimeProjectionPinnedAction, str]] = ..., room_id: _Optional[str] = ..., message_event_id: _Optional[str] = ...) -> None: ...
-
-class RealtimeProjectionServerState(_message.Message):
-    __slots__ = ("motd", "runtime", "pinned_message_change")
-    MOTD_FIELD_NUMBER: _ClassVar[int]
-    RUNTIME_FIELD_NUMBER: _ClassVar[int]
-    PINNED_MESSAGE_CHANGE_FIELD_NUMBER: _ClassVar[int]
-    motd: str
-    runtime: ServerRuntimeConfig
-    pinned_message_change: RealtimeProjectionPinnedMessageChange
-    def __init__(self, motd: _Optional[str] = ..., runtime: _Optional[_Union[ServerRuntimeConfig, _Mapping]] = ..., pinned_message_change: _Optional[_Union[RealtimeProjectionPinnedMessageChange, _Mapping]] = ...) -> None: ...
-
-class RealtimeProjectionRoomViewerStateReplace(_message.Message):
-    __slots__ = ("room_id", "viewer_state")
-    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
-    VIEWER_STATE_FIELD_NUMBER: _ClassVar[int]
-    room_id: str
-    viewer_state: RoomViewerState
-    def __init__(self, room_id: _Optional[str] = ..., viewer_state: _Optional[_Union[RoomViewerState, _Mapping]] = ...) -> None: ...
-
-class RealtimeProjectionThreadViewerStateEntry(_message.Message):
-    __slots__ = ("room_id", "thread_root_event_id", "viewer_state")
-    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
-    THREAD_ROOT_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
-    VIEWER_STATE_FIELD_NUMBER: _ClassVar[int]
-    room_id: str
-    thread_root_event_id: str
-    viewer_state: ThreadViewerState
-    def __init__(self, room_id: _Optional[str] = ..., thread_root_event_id: _Optional[str] = ..., viewer_state: _Optional[_Union[ThreadViewerState, _Mapping]] = ...) -> None: ...
-
-class RealtimeProjectionThreadViewerStatesReplace(_message.Message):
-    __slots__ = ("states",)
-    STATES_FIELD_NUMBER: _ClassVar[int]
-    states: _containers.RepeatedCompositeFieldContainer[RealtimeProjectionThreadViewerStateEntry]
-    def __init__(self, states: _Optional[_Iterable[_Union[RealtimeProjectionThreadViewerStateEntry, _Mapping]]] = ...) -> None: ...
-
-class NotificationRoomSummary(_message.Message):
-    __slots__ = ("id", "kind", "name")
-    ID_FIELD_NUMBER: _ClassVar[int]
-    KIND_FIELD_NUMBER: _ClassVar[int]
-    NAME_FIELD_NUMBER: _ClassVar[int]
-    id: str
-    kind: RoomKind
-    name: str
-    def __init__(self, id: _Optional[str] = ..., kind: _Optional[_Union[RoomKind, str]] = ..., name: _Optional[str] = ...) -> None: ...
-
 class NotificationMessageReference(_message.Message):
     __slots__ = ("room", "event_id", "thread_root_event_id")
     ROOM_FIELD_NUMBER: _ClassVar[int]
     EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     THREAD_ROOT_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
-    room: NotificationRoomSummary
+    room: RoomSummary
     event_id: str
     thread_root_event_id: str
-    def __init__(self, room: _Optional[_Union[NotificationRoomSummary, _Mapping]] = ..., event_id: _Optional[str] = ..., thread_root_event_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, room: _Optional[_Union[RoomSummary, _Mapping]] = ..., event_id: _Optional[str] = ..., thread_root_event_id: _Optional[str] = ...) -> None: ...
 
-class NotificationMessageSignal(_message.Message):
+class DirectMessageReceived(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: NotificationMessageReference
+    def __init__(self, message: _Optional[_Union[NotificationMessageReference, _Mapping]] = ...) -> None: ...
+
+class DirectMentionReceived(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: NotificationMessageReference
+    def __init__(self, message: _Optional[_Union[NotificationMessageReference, _Mapping]] = ...) -> None: ...
+
+class ReplyReceived(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: NotificationMessageReference
+    def __init__(self, message: _Optional[_Union[NotificationMessageReference, _Mapping]] = ...) -> None: ...
+
+class RoleMentionReceived(_message.Message):
+    __slots__ = ("message", "role_names")
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ROLE_NAMES_FIELD_NUMBER: _ClassVar[int]
+    message: NotificationMessageReference
+    role_names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, message: _Optional[_Union[NotificationMessageReference, _Mapping]] = ..., role_names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class HereMentionReceived(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: NotificationMessageReference
+    def __init__(self, message: _Optional[_Union[NotificationMessageReference, _Mapping]] = ...) -> None: ...
+
+class AllMentionReceived(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: NotificationMessageReference
+    def __init__(self, message: _Optional[_Union[NotificationMessageReference, _Mapping]] = ...) -> None: ...
+
+class FollowedThreadActivity(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: NotificationMessageReference
+    def __init__(self, message: _Optional[_Union[NotificationMessageReference, _Mapping]] = ...) -> None: ...
+
+class FollowedRoomActivity(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: NotificationMessageReference
+    def __init__(self, message: _Optional[_Union[NotificationMessageReference, _Mapping]] = ...) -> None: ...
+
+class ReactionReceived(_message.Message):
+    __slots__ = ("message", "emoji")
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    EMOJI_FIELD_NUMBER: _ClassVar[int]
+    message: NotificationMessageReference
+    emoji: str
+    def __init__(self, message: _Optional[_Union[NotificationMessageReference, _Mapping]] = ..., emoji: _Optional[str] = ...) -> None: ...
+
+class RoomMessageReceived(_message.Message):
     __slots__ = ("message",)
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     message: NotificationMessageReference
     def __init__(self, message: _Optional[_Union[NotificationMessageReference, _Mapping]] = ...) -> None: ...
 
 class NotificationSignal(_message.Message):
-    __slots__ = ("direct_message_received", "direct_mention_received", "reply_received", "role_mention_received", "here_mention_received", "all_mention_received", "followed_thread_activity", "followed_room_activity", "reaction_received")
+    __slots__ = ("direct_message_received", "direct_mention_received", "reply_received", "role_mention_received", "here_mention_received", "all_mention_received", "followed_thread_activity", "followed_room_activity", "reaction_received", "room_message_received")
     DIRECT_MESSAGE_RECEIVED_FIELD_NUMBER: _ClassVar[int]
     DIRECT_MENTION_RECEIVED_FIELD_NUMBER: _ClassVar[int]
     REPLY_RECEIVED_FIELD_NUMBER: _ClassVar[int]
@@ -912,16 +864,18 @@ class NotificationSignal(_message.Message):
     FOLLOWED_THREAD_ACTIVITY_FIELD_NUMBER: _ClassVar[int]
     FOLLOWED_ROOM_ACTIVITY_FIELD_NUMBER: _ClassVar[int]
     REACTION_RECEIVED_FIELD_NUMBER: _ClassVar[int]
-    direct_message_received: NotificationMessageSignal
-    direct_mention_received: NotificationMessageSignal
-    reply_received: NotificationMessageSignal
-    role_mention_received: NotificationMessageSignal
-    here_mention_received: NotificationMessageSignal
-    all_mention_received: NotificationMessageSignal
-    followed_thread_activity: NotificationMessageSignal
-    followed_room_activity: NotificationMessageSignal
-    reaction_received: NotificationMessageSignal
-    def __init__(self, direct_message_received: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., direct_mention_received: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., reply_received: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., role_mention_received: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., here_mention_received: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., all_mention_received: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., followed_thread_activity: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., followed_room_activity: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ..., reaction_received: _Optional[_Union[NotificationMessageSignal, _Mapping]] = ...) -> None: ...
+    ROOM_MESSAGE_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    direct_message_received: DirectMessageReceived
+    direct_mention_received: DirectMentionReceived
+    reply_received: ReplyReceived
+    role_mention_received: RoleMentionReceived
+    here_mention_received: HereMentionReceived
+    all_mention_received: AllMentionReceived
+    followed_thread_activity: FollowedThreadActivity
+    followed_room_activity: FollowedRoomActivity
+    reaction_received: ReactionReceived
+    room_message_received: RoomMessageReceived
+    def __init__(self, direct_message_received: _Optional[_Union[DirectMessageReceived, _Mapping]] = ..., direct_mention_received: _Optional[_Union[DirectMentionReceived, _Mapping]] = ..., reply_received: _Optional[_Union[ReplyReceived, _Mapping]] = ..., role_mention_received: _Optional[_Union[RoleMentionReceived, _Mapping]] = ..., here_mention_received: _Optional[_Union[HereMentionReceived, _Mapping]] = ..., all_mention_received: _Optional[_Union[AllMentionReceived, _Mapping]] = ..., followed_thread_activity: _Optional[_Union[FollowedThreadActivity, _Mapping]] = ..., followed_room_activity: _Optional[_Union[FollowedRoomActivity, _Mapping]] = ..., reaction_received: _Optional[_Union[ReactionReceived, _Mapping]] = ..., room_message_received: _Optional[_Union[RoomMessageReceived, _Mapping]] = ...) -> None: ...
 
 class NotificationOccurrence(_message.Message):
     __slots__ = ("id", "created_at", "actor", "signal", "unread")
@@ -969,95 +923,319 @@ class ListNotificationOccurrencesResponse(_message.Message):
     unread_count: int
     def __init__(self, occurrences: _Optional[_Iterable[_Union[NotificationOccurrence, _Mapping]]] = ..., page: _Optional[_Union[PageInfo, _Mapping]] = ..., unread_count: _Optional[int] = ...) -> None: ...
 
-class RealtimeProjectionNotificationOccurrencesReplace(_message.Message):
-    __slots__ = ("play_notification_sound", "occurrences")
-    PLAY_NOTIFICATION_SOUND_FIELD_NUMBER: _ClassVar[int]
-    OCCURRENCES_FIELD_NUMBER: _ClassVar[int]
-    play_notification_sound: bool
-    occurrences: ListNotificationOccurrencesResponse
-    def __init__(self, play_notification_sound: _Optional[bool] = ..., occurrences: _Optional[_Union[ListNotificationOccurrencesResponse, _Mapping]] = ...) -> None: ...
+class RealtimeSubscribe(_message.Message):
+    __slots__ = ("protocol_version", "bearer_token", "resume_cursor", "initial_state")
+    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    BEARER_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    RESUME_CURSOR_FIELD_NUMBER: _ClassVar[int]
+    INITIAL_STATE_FIELD_NUMBER: _ClassVar[int]
+    protocol_version: int
+    bearer_token: str
+    resume_cursor: str
+    initial_state: RealtimeInitialState
+    def __init__(self, protocol_version: _Optional[int] = ..., bearer_token: _Optional[str] = ..., resume_cursor: _Optional[str] = ..., initial_state: _Optional[_Union[RealtimeInitialState, str]] = ...) -> None: ...
 
-class RealtimeProjectionRoomActivity(_message.Message):
+class RealtimeServerFrame(_message.Message):
+    __slots__ = ("event", "heartbeat", "close", "caught_up", "snapshot")
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_FIELD_NUMBER: _ClassVar[int]
+    CAUGHT_UP_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    event: RealtimeEvent
+    heartbeat: RealtimeHeartbeat
+    close: RealtimeClose
+    caught_up: RealtimeCaughtUp
+    snapshot: RealtimeSnapshot
+    def __init__(self, event: _Optional[_Union[RealtimeEvent, _Mapping]] = ..., heartbeat: _Optional[_Union[RealtimeHeartbeat, _Mapping]] = ..., close: _Optional[_Union[RealtimeClose, _Mapping]] = ..., caught_up: _Optional[_Union[RealtimeCaughtUp, _Mapping]] = ..., snapshot: _Optional[_Union[RealtimeSnapshot, _Mapping]] = ...) -> None: ...
+
+class RealtimeSnapshot(_message.Message):
+    __slots__ = ("server", "rooms", "users")
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    ROOMS_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    server: ServerPublicProfile
+    rooms: _containers.RepeatedCompositeFieldContainer[RoomWithViewerState]
+    users: _containers.RepeatedCompositeFieldContainer[DirectoryMember]
+    def __init__(self, server: _Optional[_Union[ServerPublicProfile, _Mapping]] = ..., rooms: _Optional[_Iterable[_Union[RoomWithViewerState, _Mapping]]] = ..., users: _Optional[_Iterable[_Union[DirectoryMember, _Mapping]]] = ...) -> None: ...
+
+class RealtimeCaughtUp(_message.Message):
+    __slots__ = ("cursor", "recovery")
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    RECOVERY_FIELD_NUMBER: _ClassVar[int]
+    cursor: str
+    recovery: RealtimeRecovery
+    def __init__(self, cursor: _Optional[str] = ..., recovery: _Optional[_Union[RealtimeRecovery, str]] = ...) -> None: ...
+
+class RealtimeHeartbeat(_message.Message):
+    __slots__ = ("cursor",)
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    cursor: str
+    def __init__(self, cursor: _Optional[str] = ...) -> None: ...
+
+class Duration(_message.Message):
+    __slots__ = ("seconds", "nanos")
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    NANOS_FIELD_NUMBER: _ClassVar[int]
+    seconds: int
+    nanos: int
+    def __init__(self, seconds: _Optional[int] = ..., nanos: _Optional[int] = ...) -> None: ...
+
+class RealtimeClose(_message.Message):
+    __slots__ = ("code", "message", "reconnect", "retry_after")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RECONNECT_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AFTER_FIELD_NUMBER: _ClassVar[int]
+    code: RealtimeCloseCode
+    message: str
+    reconnect: bool
+    retry_after: Duration
+    def __init__(self, code: _Optional[_Union[RealtimeCloseCode, str]] = ..., message: _Optional[str] = ..., reconnect: _Optional[bool] = ..., retry_after: _Optional[_Union[Duration, _Mapping]] = ...) -> None: ...
+
+class RealtimeEvent(_message.Message):
+    __slots__ = ("id", "created_at", "actor_id", "cursor", "room_created", "room_updated", "room_deleted", "room_archived", "room_unarchived", "room_slow_mode_changed", "room_threading_mode_changed", "user_joined_room", "user_left_room", "message_posted", "message_edited", "message_retracted", "thread_created", "user_account_created", "user_profile_changed", "user_account_deleted", "reaction_added", "reaction_removed", "thread_viewer_state_changed", "user_typing", "presence_changed", "notification_occurrences_changed", "role_permissions_changed", "viewer_permissions_changed")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_ID_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    ROOM_CREATED_FIELD_NUMBER: _ClassVar[int]
+    ROOM_UPDATED_FIELD_NUMBER: _ClassVar[int]
+    ROOM_DELETED_FIELD_NUMBER: _ClassVar[int]
+    ROOM_ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    ROOM_UNARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    ROOM_SLOW_MODE_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    ROOM_THREADING_MODE_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    USER_JOINED_ROOM_FIELD_NUMBER: _ClassVar[int]
+    USER_LEFT_ROOM_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_POSTED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_EDITED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_RETRACTED_FIELD_NUMBER: _ClassVar[int]
+    THREAD_CREATED_FIELD_NUMBER: _ClassVar[int]
+    USER_ACCOUNT_CREATED_FIELD_NUMBER: _ClassVar[int]
+    USER_PROFILE_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    USER_ACCOUNT_DELETED_FIELD_NUMBER: _ClassVar[int]
+    REACTION_ADDED_FIELD_NUMBER: _ClassVar[int]
+    REACTION_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    THREAD_VIEWER_STATE_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    USER_TYPING_FIELD_NUMBER: _ClassVar[int]
+    PRESENCE_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    NOTIFICATION_OCCURRENCES_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    ROLE_PERMISSIONS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    VIEWER_PERMISSIONS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    created_at: _timestamp_pb2.Timestamp
+    actor_id: str
+    cursor: str
+    room_created: RoomCreatedEvent
+    room_updated: RoomUpdatedEvent
+    room_deleted: RoomIdEvent
+    room_archived: RoomIdEvent
+    room_unarchived: RoomIdEvent
+    room_slow_mode_changed: RoomSlowModeChangedEvent
+    room_threading_mode_changed: RoomThreadingModeChangedEvent
+    user_joined_room: RoomIdEvent
+    user_left_room: RoomIdEvent
+    message_posted: MessagePostedEvent
+    message_edited: MessageRefEvent
+    message_retracted: MessageRefEvent
+    thread_created: ThreadCreatedEvent
+    user_account_created: UserAccountCreatedEvent
+    user_profile_changed: UserIdEvent
+    user_account_deleted: UserIdEvent
+    reaction_added: ReactionEvent
+    reaction_removed: ReactionEvent
+    thread_viewer_state_changed: ThreadViewerStateChangedEvent
+    user_typing: UserTypingEvent
+    presence_changed: PresenceChangedEvent
+    notification_occurrences_changed: NotificationOccurrencesChangedEvent
+    role_permissions_changed: RolePermissionsChangedEvent
+    viewer_permissions_changed: ViewerPermissionsChangedEvent
+    def __init__(self, id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor_id: _Optional[str] = ..., cursor: _Optional[str] = ..., room_created: _Optional[_Union[RoomCreatedEvent, _Mapping]] = ..., room_updated: _Optional[_Union[RoomUpdatedEvent, _Mapping]] = ..., room_deleted: _Optional[_Union[RoomIdEvent, _Mapping]] = ..., room_archived: _Optional[_Union[RoomIdEvent, _Mapping]] = ..., room_unarchived: _Optional[_Union[RoomIdEvent, _Mapping]] = ..., room_slow_mode_changed: _Optional[_Union[RoomSlowModeChangedEvent, _Mapping]] = ..., room_threading_mode_changed: _Optional[_Union[RoomThreadingModeChangedEvent, _Mapping]] = ..., user_joined_room: _Optional[_Union[RoomIdEvent, _Mapping]] = ..., user_left_room: _Optional[_Union[RoomIdEvent, _Mapping]] = ..., message_posted: _Optional[_Union[MessagePostedEvent, _Mapping]] = ..., message_edited: _Optional[_Union[MessageRefEvent, _Mapping]] = ..., message_retracted: _Optional[_Union[MessageRefEvent, _Mapping]] = ..., thread_created: _Optional[_Union[ThreadCreatedEvent, _Mapping]] = ..., user_account_created: _Optional[_Union[UserAccountCreatedEvent, _Mapping]] = ..., user_profile_changed: _Optional[_Union[UserIdEvent, _Mapping]] = ..., user_account_deleted: _Optional[_Union[UserIdEvent, _Mapping]] = ..., reaction_added: _Optional[_Union[ReactionEvent, _Mapping]] = ..., reaction_removed: _Optional[_Union[ReactionEvent, _Mapping]] = ..., thread_viewer_state_changed: _Optional[_Union[ThreadViewerStateChangedEvent, _Mapping]] = ..., user_typing: _Optional[_Union[UserTypingEvent, _Mapping]] = ..., presence_changed: _Optional[_Union[PresenceChangedEvent, _Mapping]] = ..., notification_occurrences_changed: _Optional[_Union[NotificationOccurrencesChangedEvent, _Mapping]] = ..., role_permissions_changed: _Optional[_Union[RolePermissionsChangedEvent, _Mapping]] = ..., viewer_permissions_changed: _Optional[_Union[ViewerPermissionsChangedEvent, _Mapping]] = ...) -> None: ...
+
+class RoomIdEvent(_message.Message):
     __slots__ = ("room_id",)
     ROOM_ID_FIELD_NUMBER: _ClassVar[int]
     room_id: str
     def __init__(self, room_id: _Optional[str] = ...) -> None: ...
 
-class RealtimeProjectionOperation(_message.Message):
-    __slots__ = ("reset", "server_upsert", "viewer_upsert", "user_upsert", "user_remove", "room_upsert", "room_remove", "room_groups_replace", "room_timeline_replace", "room_timeline_event_upsert", "server_state_upsert", "room_timeline_event_remove", "room_viewer_state_replace", "active_calls_replace", "presences_replace", "thread_viewer_states_replace", "room_activity", "notification_occurrences_replace")
-    RESET_FIELD_NUMBER: _ClassVar[int]
-    SERVER_UPSERT_FIELD_NUMBER: _ClassVar[int]
-    VIEWER_UPSERT_FIELD_NUMBER: _ClassVar[int]
-    USER_UPSERT_FIELD_NUMBER: _ClassVar[int]
-    USER_REMOVE_FIELD_NUMBER: _ClassVar[int]
-    ROOM_UPSERT_FIELD_NUMBER: _ClassVar[int]
-    ROOM_REMOVE_FIELD_NUMBER: _ClassVar[int]
-    ROOM_GROUPS_REPLACE_FIELD_NUMBER: _ClassVar[int]
-    ROOM_TIMELINE_REPLACE_FIELD_NUMBER: _ClassVar[int]
-    ROOM_TIMELINE_EVENT_UPSERT_FIELD_NUMBER: _ClassVar[int]
-    SERVER_STATE_UPSERT_FIELD_NUMBER: _ClassVar[int]
-    ROOM_TIMELINE_EVENT_REMOVE_FIELD_NUMBER: _ClassVar[int]
-    ROOM_VIEWER_STATE_REPLACE_FIELD_NUMBER: _ClassVar[int]
-    ACTIVE_CALLS_REPLACE_FIELD_NUMBER: _ClassVar[int]
-    PRESENCES_REPLACE_FIELD_NUMBER: _ClassVar[int]
-    THREAD_VIEWER_STATES_REPLACE_FIELD_NUMBER: _ClassVar[int]
-    ROOM_ACTIVITY_FIELD_NUMBER: _ClassVar[int]
-    NOTIFICATION_OCCURRENCES_REPLACE_FIELD_NUMBER: _ClassVar[int]
-    reset: RealtimeProjectionReset
-    server_upsert: ServerPublicProfile
-    viewer_upsert: GetViewerResponse
-    user_upsert: DirectoryMember
-    user_remove: RealtimeProjectionUserRemove
-    room_upsert: RealtimeProjectionRoom
-    room_remove: RealtimeProjectionRoomRemove
-    room_groups_replace: RealtimeProjectionOpaque
-    room_timeline_replace: RealtimeProjectionRoomTimelineReplace
-    room_timeline_event_upsert: RealtimeProjectionRoomTimelineEventUpsert
-    server_state_upsert: RealtimeProjectionServerState
-    room_timeline_event_remove: RealtimeProjectionRoomTimelineEventRemove
-    room_viewer_state_replace: RealtimeProjectionRoomViewerStateReplace
-    active_calls_replace: RealtimeProjectionOpaque
-    presences_replace: RealtimeProjectionOpaque
-    thread_viewer_states_replace: RealtimeProjectionThreadViewerStatesReplace
-    room_activity: RealtimeProjectionRoomActivity
-    notification_occurrences_replace: RealtimeProjectionNotificationOccurrencesReplace
-    def __init__(self, reset: _Optional[_Union[RealtimeProjectionReset, _Mapping]] = ..., server_upsert: _Optional[_Union[ServerPublicProfile, _Mapping]] = ..., viewer_upsert: _Optional[_Union[GetViewerResponse, _Mapping]] = ..., user_upsert: _Optional[_Union[DirectoryMember, _Mapping]] = ..., user_remove: _Optional[_Union[RealtimeProjectionUserRemove, _Mapping]] = ..., room_upsert: _Optional[_Union[RealtimeProjectionRoom, _Mapping]] = ..., room_remove: _Optional[_Union[RealtimeProjectionRoomRemove, _Mapping]] = ..., room_groups_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ..., room_timeline_replace: _Optional[_Union[RealtimeProjectionRoomTimelineReplace, _Mapping]] = ..., room_timeline_event_upsert: _Optional[_Union[RealtimeProjectionRoomTimelineEventUpsert, _Mapping]] = ..., server_state_upsert: _Optional[_Union[RealtimeProjectionServerState, _Mapping]] = ..., room_timeline_event_remove: _Optional[_Union[RealtimeProjectionRoomTimelineEventRemove, _Mapping]] = ..., room_viewer_state_replace: _Optional[_Union[RealtimeProjectionRoomViewerStateReplace, _Mapping]] = ..., active_calls_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ..., presences_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ..., thread_viewer_states_replace: _Optional[_Union[RealtimeProjectionThreadViewerStatesReplace, _Mapping]] = ..., room_activity: _Optional[_Union[RealtimeProjectionRoomActivity, _Mapping]] = ..., notification_occurrences_replace: _Optional[_Union[RealtimeProjectionNotificationOccurrencesReplace, _Mapping]] = ...) -> None: ...
+class RoomCreatedEvent(_message.Message):
+    __slots__ = ("room_id", "name", "description", "kind", "universal", "threading_mode")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    UNIVERSAL_FIELD_NUMBER: _ClassVar[int]
+    THREADING_MODE_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    name: str
+    description: str
+    kind: RoomKind
+    universal: bool
+    threading_mode: RoomThreadingMode
+    def __init__(self, room_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., kind: _Optional[_Union[RoomKind, str]] = ..., universal: _Optional[bool] = ..., threading_mode: _Optional[_Union[RoomThreadingMode, str]] = ...) -> None: ...
 
-class RealtimeProjectionEvent(_message.Message):
-    __slots__ = ("id", "created_at", "actor_id", "resume_cursor", "operations")
-    ID_FIELD_NUMBER: _ClassVar[int]
-    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
-    ACTOR_ID_FIELD_NUMBER: _ClassVar[int]
-    RESUME_CURSOR_FIELD_NUMBER: _ClassVar[int]
-    OPERATIONS_FIELD_NUMBER: _ClassVar[int]
-    id: str
-    created_at: _timestamp_pb2.Timestamp
-    actor_id: str
-    resume_cursor: str
-    operations: _containers.RepeatedCompositeFieldContainer[RealtimeProjectionOperation]
-    def __init__(self, id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor_id: _Optional[str] = ..., resume_cursor: _Optional[str] = ..., operations: _Optional[_Iterable[_Union[RealtimeProjectionOperation, _Mapping]]] = ...) -> None: ...
+class RoomUpdatedEvent(_message.Message):
+    __slots__ = ("room_id", "name", "description")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    name: str
+    description: str
+    def __init__(self, room_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
 
-class RealtimeServerFrame(_message.Message):
-    __slots__ = ("hello", "subscribed", "event", "heartbeat", "error", "close", "pong", "caught_up", "projection_event")
-    HELLO_FIELD_NUMBER: _ClassVar[int]
-    SUBSCRIBED_FIELD_NUMBER: _ClassVar[int]
-    EVENT_FIELD_NUMBER: _ClassVar[int]
-    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
-    ERROR_FIELD_NUMBER: _ClassVar[int]
-    CLOSE_FIELD_NUMBER: _ClassVar[int]
-    PONG_FIELD_NUMBER: _ClassVar[int]
-    CAUGHT_UP_FIELD_NUMBER: _ClassVar[int]
-    PROJECTION_EVENT_FIELD_NUMBER: _ClassVar[int]
-    hello: RealtimeServerHello
-    subscribed: RealtimeSubscribed
-    event: RealtimeEventEnvelope
-    heartbeat: RealtimeHeartbeat
-    error: RealtimeError
-    close: RealtimeClose
-    pong: RealtimePong
-    caught_up: RealtimeCaughtUp
-    projection_event: RealtimeProjectionEvent
-    def __init__(self, hello: _Optional[_Union[RealtimeServerHello, _Mapping]] = ..., subscribed: _Optional[_Union[RealtimeSubscribed, _Mapping]] = ..., event: _Optional[_Union[RealtimeEventEnvelope, _Mapping]] = ..., heartbeat: _Optional[_Union[RealtimeHeartbeat, _Mapping]] = ..., error: _Optional[_Union[RealtimeError, _Mapping]] = ..., close: _Optional[_Union[RealtimeClose, _Mapping]] = ..., pong: _Optional[_Union[RealtimePong, _Mapping]] = ..., caught_up: _Optional[_Union[RealtimeCaughtUp, _Mapping]] = ..., projection_event: _Optional[_Union[RealtimeProjectionEvent, _Mapping]] = ...) -> None: ...
+class RoomSlowModeChangedEvent(_message.Message):
+    __slots__ = ("room_id", "slow_mode_seconds", "thread_slow_mode_seconds")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    SLOW_MODE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    THREAD_SLOW_MODE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    slow_mode_seconds: int
+    thread_slow_mode_seconds: int
+    def __init__(self, room_id: _Optional[str] = ..., slow_mode_seconds: _Optional[int] = ..., thread_slow_mode_seconds: _Optional[int] = ...) -> None: ...
+
+class RoomThreadingModeChangedEvent(_message.Message):
+    __slots__ = ("room_id", "threading_mode")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    THREADING_MODE_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    threading_mode: RoomThreadingMode
+    def __init__(self, room_id: _Optional[str] = ..., threading_mode: _Optional[_Union[RoomThreadingMode, str]] = ...) -> None: ...
+
+class DirectUserMention(_message.Message):
+    __slots__ = ("user_id",)
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    def __init__(self, user_id: _Optional[str] = ...) -> None: ...
+
+class RoleMessageMention(_message.Message):
+    __slots__ = ("role_name",)
+    ROLE_NAME_FIELD_NUMBER: _ClassVar[int]
+    role_name: str
+    def __init__(self, role_name: _Optional[str] = ...) -> None: ...
+
+class HereMessageMention(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class AllMessageMention(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class MessageMention(_message.Message):
+    __slots__ = ("direct", "role", "here", "all", "includes_viewer")
+    DIRECT_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    HERE_FIELD_NUMBER: _ClassVar[int]
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    INCLUDES_VIEWER_FIELD_NUMBER: _ClassVar[int]
+    direct: DirectUserMention
+    role: RoleMessageMention
+    here: HereMessageMention
+    all: AllMessageMention
+    includes_viewer: bool
+    def __init__(self, direct: _Optional[_Union[DirectUserMention, _Mapping]] = ..., role: _Optional[_Union[RoleMessageMention, _Mapping]] = ..., here: _Optional[_Union[HereMessageMention, _Mapping]] = ..., all: _Optional[_Union[AllMessageMention, _Mapping]] = ..., includes_viewer: _Optional[bool] = ...) -> None: ...
+
+class MessagePostedEvent(_message.Message):
+    __slots__ = ("room_id", "in_reply_to", "thread_root_event_id", "echo_of_event_id", "echo_from_thread_root_event_id", "mentions", "body_plaintext", "room_kind")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    IN_REPLY_TO_FIELD_NUMBER: _ClassVar[int]
+    THREAD_ROOT_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ECHO_OF_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ECHO_FROM_THREAD_ROOT_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    MENTIONS_FIELD_NUMBER: _ClassVar[int]
+    BODY_PLAINTEXT_FIELD_NUMBER: _ClassVar[int]
+    ROOM_KIND_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    in_reply_to: str
+    thread_root_event_id: str
+    echo_of_event_id: str
+    echo_from_thread_root_event_id: str
+    mentions: _containers.RepeatedCompositeFieldContainer[MessageMention]
+    body_plaintext: str
+    room_kind: RoomKind
+    def __init__(self, room_id: _Optional[str] = ..., in_reply_to: _Optional[str] = ..., thread_root_event_id: _Optional[str] = ..., echo_of_event_id: _Optional[str] = ..., echo_from_thread_root_event_id: _Optional[str] = ..., mentions: _Optional[_Iterable[_Union[MessageMention, _Mapping]]] = ..., body_plaintext: _Optional[str] = ..., room_kind: _Optional[_Union[RoomKind, str]] = ...) -> None: ...
+
+class MessageRefEvent(_message.Message):
+    __slots__ = ("room_id", "message_event_id")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    message_event_id: str
+    def __init__(self, room_id: _Optional[str] = ..., message_event_id: _Optional[str] = ...) -> None: ...
+
+class ThreadCreatedEvent(_message.Message):
+    __slots__ = ("room_id", "thread_root_event_id")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    THREAD_ROOT_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    thread_root_event_id: str
+    def __init__(self, room_id: _Optional[str] = ..., thread_root_event_id: _Optional[str] = ...) -> None: ...
+
+class UserAccountCreatedEvent(_message.Message):
+    __slots__ = ("user_id", "is_bot")
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    IS_BOT_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    is_bot: bool
+    def __init__(self, user_id: _Optional[str] = ..., is_bot: _Optional[bool] = ...) -> None: ...
+
+class UserIdEvent(_message.Message):
+    __slots__ = ("user_id",)
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    def __init__(self, user_id: _Optional[str] = ...) -> None: ...
+
+class ReactionEvent(_message.Message):
+    __slots__ = ("room_id", "message_event_id", "emoji")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    EMOJI_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    message_event_id: str
+    emoji: str
+    def __init__(self, room_id: _Optional[str] = ..., message_event_id: _Optional[str] = ..., emoji: _Optional[str] = ...) -> None: ...
+
+class ThreadViewerStateChangedEvent(_message.Message):
+    __slots__ = ("room_id", "thread_root_event_id", "is_following")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    THREAD_ROOT_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    IS_FOLLOWING_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    thread_root_event_id: str
+    is_following: bool
+    def __init__(self, room_id: _Optional[str] = ..., thread_root_event_id: _Optional[str] = ..., is_following: _Optional[bool] = ...) -> None: ...
+
+class UserTypingEvent(_message.Message):
+    __slots__ = ("room_id", "thread_root_event_id")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    THREAD_ROOT_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    thread_root_event_id: str
+    def __init__(self, room_id: _Optional[str] = ..., thread_root_event_id: _Optional[str] = ...) -> None: ...
+
+class PresenceChangedEvent(_message.Message):
+    __slots__ = ("status",)
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    status: PresenceStatus
+    def __init__(self, status: _Optional[_Union[PresenceStatus, str]] = ...) -> None: ...
+
+class NotificationOccurrencesChangedEvent(_message.Message):
+    __slots__ = ("created_notification_id",)
+    CREATED_NOTIFICATION_ID_FIELD_NUMBER: _ClassVar[int]
+    created_notification_id: str
+    def __init__(self, created_notification_id: _Optional[str] = ...) -> None: ...
+
+class RolePermissionsChangedEvent(_message.Message):
+    __slots__ = ("role_name",)
+    ROLE_NAME_FIELD_NUMBER: _ClassVar[int]
+    role_name: str
+    def __init__(self, role_name: _Optional[str] = ...) -> None: ...
+
+class ViewerPermissionsChangedEvent(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class AssetUpload(_message.Message):
     __slots__ = ("upload_id", "room_id", "status", "committed_offset", "size", "max_chunk_size", "sha256", "expires_at", "asset_id")
@@ -1097,9 +1275,9 @@ class Asset(_message.Message):
     size: int
     width: int
     height: int
-    asset_url: AssetUrl
-    thumbnail_asset_url: AssetUrl
-    def __init__(self, id: _Optional[str] = ..., filename: _Optional[str] = ..., content_type: _Optional[str] = ..., size: _Optional[int] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., asset_url: _Optional[_Union[AssetUrl, _Mapping]] = ..., thumbnail_asset_url: _Optional[_Union[AssetUrl, _Mapping]] = ...) -> None: ...
+    asset_url: MessageAssetUrl
+    thumbnail_asset_url: MessageAssetUrl
+    def __init__(self, id: _Optional[str] = ..., filename: _Optional[str] = ..., content_type: _Optional[str] = ..., size: _Optional[int] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., asset_url: _Optional[_Union[MessageAssetUrl, _Mapping]] = ..., thumbnail_asset_url: _Optional[_Union[MessageAssetUrl, _Mapping]] = ...) -> None: ...
 
 class CreateUploadRequest(_message.Message):
     __slots__ = ("room_id", "filename", "content_type", "size", "sha256")
@@ -1190,95 +1368,3 @@ class GetAssetResponse(_message.Message):
     ASSET_FIELD_NUMBER: _ClassVar[int]
     asset: Asset
     def __init__(self, asset: _Optional[_Union[Asset, _Mapping]] = ...) -> None: ...
-
-class LeanUpsert(_message.Message):
-    __slots__ = ("room_id", "event", "includes", "reaction_change", "retain_deleted_row", "event_cursor")
-    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
-    EVENT_FIELD_NUMBER: _ClassVar[int]
-    INCLUDES_FIELD_NUMBER: _ClassVar[int]
-    REACTION_CHANGE_FIELD_NUMBER: _ClassVar[int]
-    RETAIN_DELETED_ROW_FIELD_NUMBER: _ClassVar[int]
-    EVENT_CURSOR_FIELD_NUMBER: _ClassVar[int]
-    room_id: str
-    event: RoomTimelineEvent
-    includes: bytes
-    reaction_change: RealtimeProjectionReactionChange
-    retain_deleted_row: bool
-    event_cursor: str
-    def __init__(self, room_id: _Optional[str] = ..., event: _Optional[_Union[RoomTimelineEvent, _Mapping]] = ..., includes: _Optional[bytes] = ..., reaction_change: _Optional[_Union[RealtimeProjectionReactionChange, _Mapping]] = ..., retain_deleted_row: _Optional[bool] = ..., event_cursor: _Optional[str] = ...) -> None: ...
-
-class LeanOperation(_message.Message):
-    __slots__ = ("reset", "server_upsert", "viewer_upsert", "user_upsert", "user_remove", "room_upsert", "room_remove", "room_groups_replace", "room_timeline_replace", "room_timeline_event_upsert", "server_state_upsert", "room_timeline_event_remove", "room_viewer_state_replace", "active_calls_replace", "presences_replace", "thread_viewer_states_replace", "room_activity", "notification_occurrences_replace")
-    RESET_FIELD_NUMBER: _ClassVar[int]
-    SERVER_UPSERT_FIELD_NUMBER: _ClassVar[int]
-    VIEWER_UPSERT_FIELD_NUMBER: _ClassVar[int]
-    USER_UPSERT_FIELD_NUMBER: _ClassVar[int]
-    USER_REMOVE_FIELD_NUMBER: _ClassVar[int]
-    ROOM_UPSERT_FIELD_NUMBER: _ClassVar[int]
-    ROOM_REMOVE_FIELD_NUMBER: _ClassVar[int]
-    ROOM_GROUPS_REPLACE_FIELD_NUMBER: _ClassVar[int]
-    ROOM_TIMELINE_REPLACE_FIELD_NUMBER: _ClassVar[int]
-    ROOM_TIMELINE_EVENT_UPSERT_FIELD_NUMBER: _ClassVar[int]
-    SERVER_STATE_UPSERT_FIELD_NUMBER: _ClassVar[int]
-    ROOM_TIMELINE_EVENT_REMOVE_FIELD_NUMBER: _ClassVar[int]
-    ROOM_VIEWER_STATE_REPLACE_FIELD_NUMBER: _ClassVar[int]
-    ACTIVE_CALLS_REPLACE_FIELD_NUMBER: _ClassVar[int]
-    PRESENCES_REPLACE_FIELD_NUMBER: _ClassVar[int]
-    THREAD_VIEWER_STATES_REPLACE_FIELD_NUMBER: _ClassVar[int]
-    ROOM_ACTIVITY_FIELD_NUMBER: _ClassVar[int]
-    NOTIFICATION_OCCURRENCES_REPLACE_FIELD_NUMBER: _ClassVar[int]
-    reset: RealtimeProjectionReset
-    server_upsert: ServerPublicProfile
-    viewer_upsert: GetViewerResponse
-    user_upsert: DirectoryMember
-    user_remove: RealtimeProjectionUserRemove
-    room_upsert: RealtimeProjectionRoom
-    room_remove: RealtimeProjectionRoomRemove
-    room_groups_replace: RealtimeProjectionOpaque
-    room_timeline_replace: RealtimeProjectionRoomTimelineReplace
-    room_timeline_event_upsert: LeanUpsert
-    server_state_upsert: RealtimeProjectionServerState
-    room_timeline_event_remove: RealtimeProjectionRoomTimelineEventRemove
-    room_viewer_state_replace: bytes
-    active_calls_replace: RealtimeProjectionOpaque
-    presences_replace: RealtimeProjectionOpaque
-    thread_viewer_states_replace: bytes
-    room_activity: bytes
-    notification_occurrences_replace: RealtimeProjectionNotificationOccurrencesReplace
-    def __init__(self, reset: _Optional[_Union[RealtimeProjectionReset, _Mapping]] = ..., server_upsert: _Optional[_Union[ServerPublicProfile, _Mapping]] = ..., viewer_upsert: _Optional[_Union[GetViewerResponse, _Mapping]] = ..., user_upsert: _Optional[_Union[DirectoryMember, _Mapping]] = ..., user_remove: _Optional[_Union[RealtimeProjectionUserRemove, _Mapping]] = ..., room_upsert: _Optional[_Union[RealtimeProjectionRoom, _Mapping]] = ..., room_remove: _Optional[_Union[RealtimeProjectionRoomRemove, _Mapping]] = ..., room_groups_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ..., room_timeline_replace: _Optional[_Union[RealtimeProjectionRoomTimelineReplace, _Mapping]] = ..., room_timeline_event_upsert: _Optional[_Union[LeanUpsert, _Mapping]] = ..., server_state_upsert: _Optional[_Union[RealtimeProjectionServerState, _Mapping]] = ..., room_timeline_event_remove: _Optional[_Union[RealtimeProjectionRoomTimelineEventRemove, _Mapping]] = ..., room_viewer_state_replace: _Optional[bytes] = ..., active_calls_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ..., presences_replace: _Optional[_Union[RealtimeProjectionOpaque, _Mapping]] = ..., thread_viewer_states_replace: _Optional[bytes] = ..., room_activity: _Optional[bytes] = ..., notification_occurrences_replace: _Optional[_Union[RealtimeProjectionNotificationOccurrencesReplace, _Mapping]] = ...) -> None: ...
-
-class LeanProjectionEvent(_message.Message):
-    __slots__ = ("id", "created_at", "actor_id", "resume_cursor", "operations")
-    ID_FIELD_NUMBER: _ClassVar[int]
-    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
-    ACTOR_ID_FIELD_NUMBER: _ClassVar[int]
-    RESUME_CURSOR_FIELD_NUMBER: _ClassVar[int]
-    OPERATIONS_FIELD_NUMBER: _ClassVar[int]
-    id: str
-    created_at: _timestamp_pb2.Timestamp
-    actor_id: str
-    resume_cursor: str
-    operations: _containers.RepeatedCompositeFieldContainer[LeanOperation]
-    def __init__(self, id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actor_id: _Optional[str] = ..., resume_cursor: _Optional[str] = ..., operations: _Optional[_Iterable[_Union[LeanOperation, _Mapping]]] = ...) -> None: ...
-
-class LeanServerFrame(_message.Message):
-    __slots__ = ("hello", "subscribed", "event", "heartbeat", "error", "close", "pong", "caught_up", "projection_event")
-    HELLO_FIELD_NUMBER: _ClassVar[int]
-    SUBSCRIBED_FIELD_NUMBER: _ClassVar[int]
-    EVENT_FIELD_NUMBER: _ClassVar[int]
-    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
-    ERROR_FIELD_NUMBER: _ClassVar[int]
-    CLOSE_FIELD_NUMBER: _ClassVar[int]
-    PONG_FIELD_NUMBER: _ClassVar[int]
-    CAUGHT_UP_FIELD_NUMBER: _ClassVar[int]
-    PROJECTION_EVENT_FIELD_NUMBER: _ClassVar[int]
-    hello: RealtimeServerHello
-    subscribed: RealtimeSubscribed
-    event: RealtimeEventEnvelope
-    heartbeat: RealtimeHeartbeat
-    error: RealtimeError
-    close: RealtimeClose
-    pong: RealtimePong
-    caught_up: RealtimeCaughtUp
-    projection_event: LeanProjectionEvent
-    def __init__(self, hello: _Optional[_Union[RealtimeServerHello, _Mapping]] = ..., subscribed: _Optional[_Union[RealtimeSubscribed, _Mapping]] = ..., event: _Optional[_Union[RealtimeEventEnvelope, _Mapping]] = ..., heartbeat: _Optional[_Union[RealtimeHeartbeat, _Mapping]] = ..., error: _Optional[_Union[RealtimeError, _Mapping]] = ..., close: _Optional[_Union[RealtimeClose, _Mapping]] = ..., pong: _Optional[_Union[RealtimePong, _Mapping]] = ..., caught_up: _Optional[_Union[RealtimeCaughtUp, _Mapping]] = ..., projection_event: _Optional[_Union[LeanProjectionEvent, _Mapping]] = ...) -> None: ...
