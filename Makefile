@@ -64,7 +64,7 @@ live: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -rsxX tests/live
 
 demo: $(STAMP)
-	$(PY) -m hermes_chatto.testing.demo
+	$(PY) -m chatto_local.demo
 
 # The benchmarks (bench/): installs the `bench` extra (matplotlib for the P7 chart) once, then
 # prints one line per figure, its goal and whether it was met.

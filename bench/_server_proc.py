@@ -20,7 +20,7 @@ def _child(conn: Any, setup: dict[str, Any]) -> None:  # runs in the child proce
     import asyncio
     import random
 
-    from hermes_chatto.testing import LocalChatto
+    from chatto_local import LocalChatto
     from hermes_chatto.wire.connect import ChattoClient
 
     srv = LocalChatto.demo()

@@ -54,9 +54,9 @@ class CountingStore:
 
 
 async def run() -> dict[str, list[tuple[int, int, bool]]]:
+    from chatto_local import LocalChatto
     from hermes_chatto.frontier import ThreadFrontier
     from hermes_chatto.store import FrontierStore
-    from hermes_chatto.testing import LocalChatto
     from hermes_chatto.wire.connect import ChattoClient
 
     srv = LocalChatto.demo()

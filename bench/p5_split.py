@@ -61,8 +61,8 @@ def make_reply(target: int = TARGET_BYTES, seed: int = 5) -> str:
 async def deliver_via_local_server(chunks: list[str]) -> int | None:
     """Deliver ``chunks`` into a thread on a local Chatto; return the CreateMessage count."""
     try:
+        from chatto_local import LocalChatto
         from hermes_chatto.delivery import deliver_chunks
-        from hermes_chatto.testing import LocalChatto
         from hermes_chatto.wire.connect import ChattoClient
     except Exception as exc:  # pragma: no cover - depends on sibling modules
         note(f"P5: local delivery skipped ({type(exc).__name__}: {exc})")

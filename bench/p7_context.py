@@ -330,7 +330,7 @@ def chart(tallies: dict[str, Tally], ideal: list[int], path: Path) -> bool:
 
 
 async def run() -> None:
-    from hermes_chatto.testing import LocalChatto
+    from chatto_local import LocalChatto
 
     srv = LocalChatto.demo()
     await srv.start()

@@ -7,7 +7,7 @@ cli/internal/core/emoji.go ``resolveEmojiInput``, called from
 cli/internal/core/reactions.go ``mutateAuthorizedReaction``). A misspelled reaction
 setting would silently do nothing in production, so :mod:`hermes_chatto.config` checks
 every reaction setting here at configuration time, the local Chatto server
-(:mod:`hermes_chatto.testing`) rejects unknown names the same way, and the adapter's
+(:mod:`chatto_local`) rejects unknown names the same way, and the adapter's
 lifecycle reactions and approval prompts use it.
 
 The data is ``hermes_chatto/data/gemoji_shortcodes.tsv`` (gemoji, MIT; source commit and

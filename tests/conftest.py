@@ -129,7 +129,7 @@ def write_config(hermes_home):
 
 @pytest.fixture()
 async def chatto_world(hermes_home):
-    from hermes_chatto.testing import LocalChatto
+    from chatto_local import LocalChatto
 
     world = LocalChatto.demo()
     await world.start("127.0.0.1", 0)

@@ -3,7 +3,7 @@ what the model receives.
 
 Local Chatto server + the REAL gateway in this process (``GatewayRunner.start()``, real
 ``_run_agent`` with its interrupt monitor, real ``AIAgent``, real ``SessionStore``) + the
-scripted loopback model (hermes_chatto.testing.harness, ``mode="inprocess"``). The only
+scripted loopback model (chatto_local.harness, ``mode="inprocess"``). The only
 test hook is a gate in the model server: the first turn's model request is held open
 until the test releases it, so the turn is provably still in flight when the edit lands.
 ``AIAgent.run_conversation`` is wrapped (not replaced) to record the user message and
@@ -19,8 +19,8 @@ import threading
 
 import pytest
 
-from hermes_chatto.testing.harness import Harness, wait_until
-from hermes_chatto.testing.scripted_model import ScriptedModel, message_text
+from chatto_local.harness import Harness, wait_until
+from chatto_local.scripted_model import ScriptedModel, message_text
 
 pytestmark = pytest.mark.timeout(120)
 

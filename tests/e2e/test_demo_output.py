@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from hermes_chatto.testing.demo import context_section
-from hermes_chatto.testing.harness import Turn
-from hermes_chatto.testing.scripted_model import ModelRequest, parse_reply
+from chatto_local.demo import context_section
+from chatto_local.harness import Turn
+from chatto_local.scripted_model import ModelRequest, parse_reply
 from hermes_chatto.wire.types import ChattoMessage
 
 from support.paths import REPO
@@ -57,7 +57,7 @@ def test_demo_run_prints_readable_replies_consistent_names_and_exact_context(tmp
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHATTO_")}
     env["PYTHONPATH"] = str(REPO)
     proc = subprocess.run(
-        [sys.executable, "-m", "hermes_chatto.testing.demo", "--inprocess"],
+        [sys.executable, "-m", "chatto_local.demo", "--inprocess"],
         cwd=str(REPO),
         env=env,
         capture_output=True,

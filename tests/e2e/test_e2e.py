@@ -1,9 +1,9 @@
 """End to end: local Chatto server + the REAL ``hermes gateway run`` (plugin enabled) +
-the scripted loopback model, driven as people in Chatto (hermes_chatto.testing.harness).
+the scripted loopback model, driven as people in Chatto (chatto_local.harness).
 
 Nothing on the Hermes side is stubbed: every turn goes through ``GatewayRunner`` →
 ``_run_agent`` → ``AIAgent`` → the scripted OpenAI-compatible model, which records the
-request. The scenarios are the demo's (hermes_chatto.testing.demo); each test asserts
+request. The scenarios are the demo's (chatto_local.demo); each test asserts
 every check of its scenario and reports the failing ones by name.
 
 One gateway subprocess is shared by the module (start ≈ 2 s, first turn ≈ 3 s). Waiting
@@ -16,8 +16,8 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 
-from hermes_chatto.testing import demo
-from hermes_chatto.testing.harness import Harness
+from chatto_local import demo
+from chatto_local.harness import Harness
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from hermes_chatto.testing.harness import Harness, wait_until
+from chatto_local.harness import Harness, wait_until
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(240)]
 
@@ -206,7 +206,7 @@ async def test_hermes_send_with_media_attaches_like_a_reply(h: Harness, files_di
 
 
 async def test_demo_scenario_shows_one_attachment_each_way(h: Harness):
-    from hermes_chatto.testing import demo
+    from chatto_local import demo
 
     lines: list[str] = []
     step = demo.Step(0, "attachments", out=lines.append)

@@ -1,6 +1,6 @@
 """End to end: a follow-up that arrives in a thread while the agent is busy, then a
 gateway restart — with the REAL ``hermes gateway run`` (hermes-agent 0.19.0), the local
-Chatto server and the scripted model (hermes_chatto.testing.harness).
+Chatto server and the scripted model (chatto_local.harness).
 
 Script (per busy mode, one module-scoped harness each):
 
@@ -56,8 +56,8 @@ import re
 import pytest
 import pytest_asyncio
 
-from hermes_chatto.testing.harness import Harness, wait_until
-from hermes_chatto.testing.scripted_model import (
+from chatto_local.harness import Harness, wait_until
+from chatto_local.scripted_model import (
     EARLIER_HEADER,
     ModelRequest,
     earlier_thread_lines,

@@ -14,8 +14,8 @@ import urllib.request
 
 import pytest
 
-from hermes_chatto.testing.harness import NETHOOK_SOURCE
-from hermes_chatto.testing.scripted_model import (
+from chatto_local.harness import NETHOOK_SOURCE
+from chatto_local.scripted_model import (
     ReplyFacts,
     ScriptedModel,
     earlier_thread_lines,

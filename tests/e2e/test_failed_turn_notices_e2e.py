@@ -23,9 +23,9 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 
+from chatto_local.harness import Harness, wait_until
 from hermes_chatto.adapter.failures import PROVIDER_FAILURE_NOTICES
 from hermes_chatto.adapter.send import THREAD_FALLBACK_NOTE
-from hermes_chatto.testing.harness import Harness, wait_until
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),

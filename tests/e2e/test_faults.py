@@ -191,7 +191,7 @@ def token_ledger(agent: FakeAgent) -> dict[str, list[str]]:
     """``token -> ["turn"|"block", ...]``: where each message token reached the agent —
     in a turn's own text (the trigger, possibly merged) or as an ``[Earlier in this
     thread]`` block line. Incremental (``agent.calls`` only grows), so polling it is cheap."""
-    from hermes_chatto.testing.scripted_model import earlier_thread_lines, split_context
+    from chatto_local.scripted_model import earlier_thread_lines, split_context
 
     calls = agent.calls
     cached = _LEDGERS.get(id(agent))
@@ -227,7 +227,7 @@ def assert_exactly_once(agent: FakeAgent, expected: list[str]) -> Counter:
 def _newer_than_trigger(agent: FakeAgent, expected: list[str]) -> int:
     """How many block lines carry a message posted after the trigger of the turn whose
     block they are in (tokens are numbered in posting order)."""
-    from hermes_chatto.testing.scripted_model import earlier_thread_lines, split_context
+    from chatto_local.scripted_model import earlier_thread_lines, split_context
 
     order = {t: i for i, t in enumerate(expected)}
     n = 0

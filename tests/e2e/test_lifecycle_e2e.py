@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 
-from hermes_chatto.testing.harness import Harness, wait_until
+from chatto_local.harness import Harness, wait_until
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),

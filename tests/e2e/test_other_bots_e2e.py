@@ -17,8 +17,8 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 
-from hermes_chatto.testing.harness import Harness, wait_until
-from hermes_chatto.testing.scripted_model import ScriptedModel, is_own_line, split_context
+from chatto_local.harness import Harness, wait_until
+from chatto_local.scripted_model import ScriptedModel, is_own_line, split_context
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),

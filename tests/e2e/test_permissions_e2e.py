@@ -20,8 +20,8 @@ import sqlite3
 import pytest
 import pytest_asyncio
 
+from chatto_local.harness import Harness, wait_until
 from hermes_chatto.adapter.send import HOST_RECOVERED_PREFIX, THREAD_FALLBACK_NOTE
-from hermes_chatto.testing.harness import Harness, wait_until
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),

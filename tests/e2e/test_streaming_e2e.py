@@ -1,7 +1,7 @@
 """Streaming on (``streaming: {enabled: true}`` in ``config.yaml``): what a person in the
 room sees, with the REAL ``hermes gateway run`` (hermes-agent 0.19.0, its stream consumer
 driving the adapter's ``send`` / ``edit_message``), the local Chatto server and the
-scripted model (hermes_chatto.testing.harness).
+scripted model (chatto_local.harness).
 
 The reported bug: a ~25 kB answer to a channel mention was posted twice in its thread
 (six bot messages where three are expected): the host's stream consumer split and sent
@@ -20,9 +20,9 @@ import math
 import pytest
 import pytest_asyncio
 
+from chatto_local.harness import Harness, utf8_len, wait_until
+from chatto_local.scripted_model import is_own_line, long_reply
 from hermes_chatto.delivery import DEFAULT_CHUNK_BYTES, split_body
-from hermes_chatto.testing.harness import Harness, utf8_len, wait_until
-from hermes_chatto.testing.scripted_model import is_own_line, long_reply
 from hermes_chatto.wire.types import MAX_BODY_BYTES
 
 pytestmark = [

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from chatto_local.harness import hermes_command
 from hermes_chatto import cli
-from hermes_chatto.testing.harness import hermes_command
 
 from support.paths import REPO
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hermes_chatto.testing import LocalChatto
+from chatto_local import LocalChatto
 
 from support.paths import REPO
 

@@ -8,7 +8,7 @@ import os
 import pytest
 import yaml
 
-from hermes_chatto.testing import LocalChatto
+from chatto_local import LocalChatto
 
 
 @pytest.fixture()

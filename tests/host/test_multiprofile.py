@@ -145,7 +145,7 @@ class Mux:
     # ---------------------------------------------------------------- server + world
 
     async def start_server(self) -> None:
-        from hermes_chatto.testing import LocalChatto
+        from chatto_local import LocalChatto
 
         self.srv = LocalChatto()
         self._instrument_server()
@@ -154,7 +154,7 @@ class Mux:
         self.bob = self.srv.create_user("bob", "Bob")
 
     def _instrument_server(self) -> None:
-        from hermes_chatto.testing import rpc
+        from chatto_local import rpc
 
         srv = self.srv
         orig_record = srv._record
@@ -207,7 +207,7 @@ class Mux:
         return "unknown"
 
     def add_bot(self, profile: str, login: str, channel_name: str) -> Prof:
-        from hermes_chatto.testing.state import BOT_USUAL_PERMISSIONS
+        from chatto_local.state import BOT_USUAL_PERMISSIONS
 
         srv = self.srv
         bot, key = srv.create_bot(login, login.replace("_", " ").title())

@@ -200,7 +200,7 @@ def test_the_wizard_inside_gateway_setup_makes_every_screen_say_configured(home,
     """The user's path: `hermes gateway setup` → Chatto → URL, key (checked live against
     the local server) → Done. The menu shown after the wizard, the closing summary,
     `hermes doctor`'s toolset line and the gateway all see the saved configuration."""
-    from hermes_chatto.testing import LocalChatto
+    from chatto_local import LocalChatto
 
     _write_yaml(home, None)
     with LocalChatto.demo() as srv:

@@ -1,4 +1,4 @@
-"""Spec conformance, run against BOTH servers: the local one (hermes_chatto.testing) and, when
+"""Spec conformance, run against BOTH servers: the local one (chatto_local) and, when
 the environment names one, a real Chatto server (issue 13, Deliver 3).
 
 A chosen subset of tests/server — the facts of the wire the product relies on, which a
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from hermes_chatto.testing import LocalChatto
-from hermes_chatto.testing.rawclient import Handshake, RawRealtime, RawRpc, op_names
+from chatto_local import LocalChatto
+from chatto_local.rawclient import Handshake, RawRealtime, RawRpc, op_names
 from hermes_chatto.wire import events as E
 from hermes_chatto.wire.frames import Classifier
 from hermes_chatto.wire.proto import chatto_pb2 as pb

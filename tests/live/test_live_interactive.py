@@ -16,9 +16,9 @@ import math
 import pytest
 import pytest_asyncio
 
+from chatto_local.harness import utf8_len, wait_until
+from chatto_local.scripted_model import long_reply, split_context
 from hermes_chatto.delivery import DEFAULT_CHUNK_BYTES
-from hermes_chatto.testing.harness import utf8_len, wait_until
-from hermes_chatto.testing.scripted_model import long_reply, split_context
 from hermes_chatto.wire.connect import ChattoClient
 from hermes_chatto.wire.types import MAX_BODY_BYTES
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from hermes_chatto.testing.harness import wait_until
+from chatto_local.harness import wait_until
 from hermes_chatto.wire.assets import AssetClient
 
 from support.live import LiveHarness
@@ -184,7 +184,7 @@ async def test_hermes_send_with_media_attaches_like_a_reply(h: LiveHarness, file
 
 
 async def test_demo_scenario_shows_one_attachment_each_way(h: LiveHarness):
-    from hermes_chatto.testing import demo
+    from chatto_local import demo
 
     lines: list[str] = []
     step = demo.Step(0, "attachments", out=lines.append)

@@ -4,7 +4,7 @@ The real ``hermes gateway run`` with this plugin and the scripted model (as in t
 a world the kit bootstraps over the server's own API (tests/support/live.py): people, a bot
 with server-scope grants, a channel ``#hc-<tag>`` (``h.rooms["general"]``), alice's DM with
 the bot. Everything is removed at the end. The scenarios of the demo
-(hermes_chatto.testing.demo) run unchanged where they can; the rest assert, like them, what a
+(chatto_local.demo) run unchanged where they can; the rest assert, like them, what a
 person in the room sees. One gateway is shared by the module; tests run in file order.
 
 Skipped, with the reason, unless ``CHATTO_LIVE_URL`` / ``CHATTO_LIVE_LOGIN`` /
@@ -19,10 +19,10 @@ import contextlib
 import pytest
 import pytest_asyncio
 
-from hermes_chatto.testing import demo
-from hermes_chatto.testing.harness import wait_until
-from hermes_chatto.testing.rawclient import RawRealtime
-from hermes_chatto.testing.scripted_model import message_text
+from chatto_local import demo
+from chatto_local.harness import wait_until
+from chatto_local.rawclient import RawRealtime
+from chatto_local.scripted_model import message_text
 
 from support.live import LiveHarness, reactions_of, wait_held
 

@@ -1,7 +1,7 @@
 """Conformance of the local Chatto server's ConnectRPC surface (spec §1, §2, §5).
 
 Every test talks to a real server on a loopback port with plain httpx (via
-``hermes_chatto.testing.rawclient.RawRpc``), one rule per test.
+``chatto_local.rawclient.RawRpc``), one rule per test.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hermes_chatto.testing import LocalChatto
-from hermes_chatto.testing.rawclient import RawRpc
+from chatto_local import LocalChatto
+from chatto_local.rawclient import RawRpc
 from hermes_chatto.wire import errors as E
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
@@ -190,7 +190,7 @@ def test_wrong_http_method_and_content_type(srv, bot):
 
 
 def test_internal_errors_are_masked(srv, bot, monkeypatch):
-    from hermes_chatto.testing import rpc
+    from chatto_local import rpc
 
     def boom(ctx, req):
         raise RuntimeError("secret detail")

@@ -1,4 +1,4 @@
-"""Conformance of the local server's attachment flow (hermes_chatto/testing/assets.py) with
+"""Conformance of the local server's attachment flow (chatto_local/assets.py) with
 Chatto 0.5, one rule per test, over plain HTTP (``RawRpc`` / httpx).
 
 Real sources imitated:
@@ -28,9 +28,9 @@ import itertools
 import httpx
 import pytest
 
-from hermes_chatto.testing import LocalChatto
-from hermes_chatto.testing.assets import MAX_CHUNK_BYTES
-from hermes_chatto.testing.rawclient import RawRpc
+from chatto_local import LocalChatto
+from chatto_local.assets import MAX_CHUNK_BYTES
+from chatto_local.rawclient import RawRpc
 
 _n = itertools.count()
 UP = "AssetUploadService/"
@@ -312,8 +312,8 @@ def test_get_asset_of_another_room_is_not_found(srv, bot):
 
 
 def test_cli_post_with_a_file_attaches_it(srv, tmp_path, capsys):
-    from hermes_chatto.testing import cli
-    from hermes_chatto.testing.admin import run_op
+    from chatto_local import cli
+    from chatto_local.admin import run_op
 
     p = tmp_path / "notes.txt"
     p.write_text("cli file\n")

@@ -1,4 +1,4 @@
-"""``python -m hermes_chatto.testing``: first lines are CHATTO_URL / CHATTO_BOT_KEY /
+"""``python -m chatto_local``: first lines are CHATTO_URL / CHATTO_BOT_KEY /
 CHATTO_USER_KEY / CHATTO_ADMIN_KEY, the server serves the demo world, ``--state`` keeps rooms,
 messages and keys across restarts, and each command (``status``, ``add-person``, ``post``,
 ``read``, ``grant``, ``revoke``, ``rotate-key``) acts on a running server (one subprocess per
@@ -16,8 +16,8 @@ import threading
 
 import pytest
 
-from hermes_chatto.testing import cli
-from hermes_chatto.testing.rawclient import RawRpc
+from chatto_local import cli
+from chatto_local.rawclient import RawRpc
 
 from support.paths import REPO
 
@@ -25,7 +25,7 @@ from support.paths import REPO
 class Proc:
     def __init__(self, *args: str):
         self.p = subprocess.Popen(
-            [sys.executable, "-m", "hermes_chatto.testing", *args],
+            [sys.executable, "-m", "chatto_local", *args],
             cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -287,7 +287,7 @@ def test_connection_problems_are_one_line_errors(server, capsys, monkeypatch):
 def test_missing_server_extra_is_named_in_one_line():
     code = (
         "import sys; sys.modules['starlette'] = None; sys.modules['uvicorn'] = None\n"
-        "from hermes_chatto.testing.cli import main; raise SystemExit(main(['serve']))"
+        "from chatto_local.cli import main; raise SystemExit(main(['serve']))"
     )
     p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "Traceback" not in p.stderr
@@ -340,7 +340,7 @@ def test_status_waits_until_the_bot_is_online(server, capsys):
     """``status --wait-for-bot`` returns once the bot holds a caught-up realtime socket."""
     import asyncio
 
-    from hermes_chatto.testing.rawclient import RawRealtime
+    from chatto_local.rawclient import RawRealtime
 
     env, _ = server
     assert run(server, "status", "--wait-for-bot", "0.3") == 1
@@ -373,7 +373,7 @@ def test_status_into_a_closed_pipe_exits_quietly(server):
         [
             sys.executable,
             "-m",
-            "hermes_chatto.testing",
+            "chatto_local",
             "status",
             "--url",
             env["CHATTO_URL"],

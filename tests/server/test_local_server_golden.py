@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_chatto.testing import LocalChatto
-from hermes_chatto.testing.rawclient import RawRealtime, RawRpc, op_names
+from chatto_local import LocalChatto
+from chatto_local.rawclient import RawRealtime, RawRpc, op_names
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
 from support.paths import WIRE_FIXTURES

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_chatto.testing import LocalChatto
-from hermes_chatto.testing.rawclient import RawRealtime, RawRpc
+from chatto_local import LocalChatto
+from chatto_local.rawclient import RawRealtime, RawRpc
 
 
 @pytest.fixture()

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_chatto.testing import LocalChatto
-from hermes_chatto.testing.harness import wait_until
-from hermes_chatto.testing.rawclient import RawRealtime, op_names
+from chatto_local import LocalChatto
+from chatto_local.harness import wait_until
+from chatto_local.rawclient import RawRealtime, op_names
 from hermes_chatto.wire.events import MessageEdited
 from hermes_chatto.wire.frames import Classifier
 from hermes_chatto.wire.proto import chatto_pb2 as pb
@@ -144,7 +144,7 @@ async def test_hydration_while_another_catch_up_runs_is_in_progress(srv):
 async def test_list_rooms_omits_empty_dms_the_snapshot_lists():
     """connectapi/room_directory.go ListRooms (no ``IncludeEmptyDMs``) vs the reset snapshot
     (connectapi/realtime_projection.go: ``IncludeEmptyDMs: true``)."""
-    from hermes_chatto.testing.rawclient import RawRpc
+    from chatto_local.rawclient import RawRpc
 
     async with LocalChatto.demo() as s:
         w = s.world
@@ -304,7 +304,7 @@ def test_a_bots_grant_works_only_while_its_owner_holds_the_permission(srv):
     """core/permission_resolver.go ``resolveBotWithGroup``: the bot's own (direct-user)
     decision must allow, and then the owner's decision at the same scope must allow too;
     bots never get role or DM-default grants. The viewer state and ``CreateMessage`` agree."""
-    from hermes_chatto.testing.rawclient import RawRpc
+    from chatto_local.rawclient import RawRpc
 
     w = srv.world
     assert srv.state.users[w.bot_id].owner_id == w.alice_id  # the demo bot is alice's
@@ -331,7 +331,7 @@ async def test_a_deleted_owner_invalidates_the_bots_key(srv):
     """core/bots.go ``ValidateBotAPIKeyCredential``: the owner must exist and not be a bot,
     else ``ErrAuthTokenNotFound``: RPCs answer ``unauthenticated``, the realtime hello
     ``authentication_required``."""
-    from hermes_chatto.testing.rawclient import RawRpc
+    from chatto_local.rawclient import RawRpc
 
     w = srv.world
     srv.delete_user(w.alice_id)

@@ -22,7 +22,7 @@ SetUserPermission``; they go with the bot), channels (``RoomService/CreateRoom``
 added with ``AddMember``; archived with ``ArchiveRoom``) and alice's DM with the bot
 (``StartDM``).
 
-:class:`LiveHarness` is :class:`hermes_chatto.testing.harness.Harness` on that world: the real
+:class:`LiveHarness` is :class:`chatto_local.harness.Harness` on that world: the real
 ``hermes gateway run`` and the scripted model as in tests/e2e, people acting over the API,
 reads over the API as alice (no server state to peek at), no clock to move.
 """
@@ -41,8 +41,8 @@ from typing import Any
 
 import httpx
 
-from hermes_chatto.testing.harness import Harness
-from hermes_chatto.testing.scripted_model import ScriptedModel
+from chatto_local.harness import Harness
+from chatto_local.scripted_model import ScriptedModel
 from hermes_chatto.wire.connect import ChattoClient
 from hermes_chatto.wire.errors import ChattoError
 from hermes_chatto.wire.types import ChattoMessage
@@ -121,7 +121,7 @@ class BotAccount:
 @dataclass
 class LiveServer:
     """A real Chatto server, driven over its API as its owner. ``base_url`` and ``ws_url`` as
-    on :class:`hermes_chatto.testing.LocalChatto`; ``people``, ``rooms`` (key → room id),
+    on :class:`chatto_local.LocalChatto`; ``people``, ``rooms`` (key → room id),
     ``bot_id`` / ``bot_key`` / ``bot_login`` after :meth:`bootstrap`."""
 
     cfg: LiveConfig

@@ -1,7 +1,7 @@
 """A small scripted protocol-2 realtime server for ``RealtimeSession`` tests:
 :class:`FakeChatto` (a ``websockets`` server on 127.0.0.1:0 running one script per
 connection), :class:`Conn` (the server side of one connection) and the ``f_*`` builders of
-the server frames the scripts send. Not the local Chatto server (``hermes_chatto.testing``):
+the server frames the scripts send. Not the local Chatto server (``chatto_local``):
 it does exactly what a test scripts, so a test can send what a real server never would.
 """
 

@@ -10,7 +10,7 @@ from typing import Any
 async def wait_for(pred: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = "") -> Any:
     """Poll ``pred`` (sync or async) until it returns a truthy value; return it.
     Raises ``AssertionError`` naming ``what`` after ``timeout`` seconds."""
-    from hermes_chatto.testing.harness import wait_until
+    from chatto_local.harness import wait_until
 
     return await wait_until(pred, timeout=timeout, interval=interval, what=what or pred, exc=AssertionError)
 

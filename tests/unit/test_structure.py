@@ -1,7 +1,7 @@
 """The package's shape, read with ``ast`` (nothing is imported; runs in well under a second).
 
 * size limits: no class over 450 lines, no function over 80 lines in ``hermes_chatto/``
-  outside the test kit (``hermes_chatto/testing/``) and the generated protobuf module;
+  outside the test kit (``chatto_local/``) and the generated protobuf module;
   ``ChattoAdapter`` (the facade the host sees) at most 450 lines;
 * layers: ``hermes_chatto/wire/`` imports nothing from Hermes and, of this package, only
   the wire layer itself and the pure leaf modules (``bounded``, ``counters``, ``logs``);
@@ -138,9 +138,7 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 def _checked_files() -> dict[str, Path]:
     return {
-        name: path
-        for name, path in FILES.items()
-        if not name.startswith("hermes_chatto.testing") and path != LEGACY_FRONTIER
+        name: path for name, path in FILES.items() if not name.startswith("chatto_local") and path != LEGACY_FRONTIER
     }
 
 

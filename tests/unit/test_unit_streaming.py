@@ -6,6 +6,7 @@ import asyncio
 import logging
 from types import SimpleNamespace
 
+from chatto_local.scripted_model import long_reply
 from hermes_chatto.adapter.boundary import ErrorBoundary
 from hermes_chatto.adapter.conn import Conn
 from hermes_chatto.adapter.rooms import RoomDirectory
@@ -13,7 +14,6 @@ from hermes_chatto.adapter.send import SendPath
 from hermes_chatto.adapter.streaming import PREVIEW_MORE, StreamingReplies, preview_of
 from hermes_chatto.adapter.threads import ThreadIndex
 from hermes_chatto.delivery import split_body
-from hermes_chatto.testing.scripted_model import long_reply
 from hermes_chatto.wire.errors import ChattoFailedPrecondition, ChattoResourceExhausted
 from hermes_chatto.wire.types import MAX_BODY_BYTES
 

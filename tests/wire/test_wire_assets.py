@@ -10,7 +10,7 @@ import os
 import httpx
 import pytest
 
-from hermes_chatto.testing import LocalChatto
+from chatto_local import LocalChatto
 from hermes_chatto.wire.assets import (
     JSON_CHUNK_BYTES,
     AssetClient,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,6 @@ from google.protobuf.message import DecodeError, Message
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from hermes_chatto.logs import get_logger
 from hermes_chatto.wire.errors import ChattoError
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
@@ -45,7 +45,7 @@ from .state import ChattoState, err
 if TYPE_CHECKING:  # pragma: no cover
     from .server import LocalChatto
 
-log = get_logger("hermes_chatto.testing.rpc")
+log = logging.getLogger("chatto_local.rpc")
 
 MAX_REQUEST_BYTES = 1 << 20  #: Chatto's connectapi ``MaxRequestMessageBytes`` (1 MiB)
 
@@ -155,9 +155,9 @@ def get_room_events(ctx: Ctx, req) -> pb.GetRoomEventsResponse:
         return pb.GetRoomEventsResponse(page=page)
 
 
-def update_typing(ctx: Ctx, req) -> pb.UpdateTypingIndicatorResponse:
+def refresh_typing(ctx: Ctx, req) -> pb.RefreshTypingIndicatorResponse:
     ctx.state.typing(ctx.me, req.room_id, req.thread_root_event_id)
-    return pb.UpdateTypingIndicatorResponse(updated=True)
+    return pb.RefreshTypingIndicatorResponse()
 
 
 def create_message(ctx: Ctx, req) -> pb.CreateMessageResponse:
@@ -286,7 +286,7 @@ METHODS: dict[str, tuple[type[Message], Callable[[Ctx, Any], Any], bool]] = {
     API + "RoomDirectoryService/GetRoom": (pb.GetRoomRequest, get_room, False),
     API + "RoomService/StartDM": (pb.StartDMRequest, start_dm, False),
     API + "RoomService/GetRoomEvents": (pb.GetRoomEventsRequest, get_room_events, False),
-    API + "RoomService/UpdateTypingIndicator": (pb.UpdateTypingIndicatorRequest, update_typing, False),
+    API + "RoomService/RefreshTypingIndicator": (pb.RefreshTypingIndicatorRequest, refresh_typing, False),
     API + "MessageService/CreateMessage": (pb.CreateMessageRequest, create_message, False),
     API + "MessageService/UpdateMessage": (pb.UpdateMessageRequest, update_message, False),
     API + "MessageService/DeleteMessage": (pb.DeleteMessageRequest, delete_message, False),

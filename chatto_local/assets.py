@@ -123,7 +123,7 @@ class AssetStore:
         self._fail_downloads: list[int] = []
         self.max_upload_bytes = MAX_UPLOAD_BYTES
         #: ``scheme://host`` put before every asset path (Chatto's ``AssetBaseURL``); set by
-        #: :class:`~hermes_chatto.testing.LocalChatto` when it starts, ``""`` = bare paths
+        #: :class:`~chatto_local.LocalChatto` when it starts, ``""`` = bare paths
         self.base_url = ""
         #: ``[video] enabled`` (cli/internal/config/integrations.go ``VideoConfig``; off unless configured)
         self.video_enabled = False

@@ -1,9 +1,9 @@
-"""``python -m hermes_chatto.testing.demo`` (``make demo``): the product doing its job,
+"""``python -m chatto_local.demo`` (``make demo``): the product doing its job,
 offline.
 
 Starts the local Chatto server, a scripted OpenAI-compatible model and the **real**
 ``hermes gateway run`` with this plugin enabled in a temp ``HERMES_HOME`` (see
-:mod:`hermes_chatto.testing.harness`), then plays, as people in Chatto:
+:mod:`chatto_local.harness`), then plays, as people in Chatto:
 
 1. a DM;
 2. a channel mention (answered in a thread under it);
@@ -42,9 +42,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from chatto_local.harness import Harness, Turn, install_nethook, utf8_len
+from chatto_local.scripted_model import EARLIER_HEADER, is_own_line, long_reply, parse_reply
 from hermes_chatto.delivery import DEFAULT_CHUNK_BYTES
-from hermes_chatto.testing.harness import Harness, Turn, install_nethook, utf8_len
-from hermes_chatto.testing.scripted_model import EARLIER_HEADER, is_own_line, long_reply, parse_reply
 from hermes_chatto.wire.types import MAX_BODY_BYTES
 
 REPORT = (
@@ -438,7 +438,7 @@ CHECKLIST = "1. tag the release\n2. update the changelog\n3. announce in #genera
 async def scenario_attachments(h: Harness, step: Step, verbose: bool = True) -> None:
     """A file each way: alice's checklist reaches the model inlined; the agent's answer
     carries a file (a ``MEDIA:`` tag) that arrives as a Chatto attachment."""
-    from hermes_chatto.testing.harness import wait_until
+    from chatto_local.harness import wait_until
 
     t = await h.turn(
         "file-in",
@@ -508,7 +508,7 @@ def _rule(out, text: str = "") -> None:
 
 async def run(argv: list[str] | None = None, out: Callable[[str], None] = print) -> int:
     """Run the demo; returns the process exit status (0 = every step passed)."""
-    ap = argparse.ArgumentParser(prog="python -m hermes_chatto.testing.demo", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m chatto_local.demo", description=__doc__.split("\n")[0])
     ap.add_argument("--keep", action="store_true", help="keep the run directory (Hermes home, logs)")
     ap.add_argument("--inprocess", action="store_true", help="run GatewayRunner in this process")
     ap.add_argument("--quiet", action="store_true", help="print only the step results")

@@ -16,8 +16,8 @@ Typical use::
     await srv.stop()
 
 Behaviour imitates Chatto 0.5 (commit ``811e62434``): the rules are in the docstrings of
-:mod:`~hermes_chatto.testing.rpc`, :mod:`~hermes_chatto.testing.realtime`,
-:mod:`~hermes_chatto.testing.projection` and :mod:`~hermes_chatto.testing.state`.
+:mod:`~chatto_local.rpc`, :mod:`~chatto_local.realtime`,
+:mod:`~chatto_local.projection` and :mod:`~chatto_local.state`.
 """
 
 from __future__ import annotations
@@ -561,7 +561,7 @@ class LocalChatto:
 
     @property
     def assets(self) -> AssetStore:
-        """Uploads, assets and served downloads (:mod:`hermes_chatto.testing.assets`)."""
+        """Uploads, assets and served downloads (:mod:`chatto_local.assets`)."""
         from .assets import store_of
 
         return store_of(self.state)

@@ -1,4 +1,4 @@
-"""Command line of the local Chatto server: ``python -m hermes_chatto.testing <command>``.
+"""Command line of the local Chatto server: ``python -m chatto_local <command>``.
 
 ``serve`` starts the server with the demo world (person ``alice``, bot ``helper_bot``,
 channel ``general``, the DM alice ↔ bot) and prints, as its first lines::
@@ -10,14 +10,14 @@ channel ``general``, the DM alice ↔ bot) and prints, as its first lines::
     CHATTO_HOME_CHANNEL=<room id of #general>
 
 then serves until interrupted (Ctrl-C / SIGTERM). Options without a command mean ``serve``
-(``python -m hermes_chatto.testing --port 0`` still works).
+(``python -m chatto_local --port 0`` still works).
 
 The other commands talk to a running server over its admin HTTP API
-(:mod:`hermes_chatto.testing.admin`), found through ``--url``/``--admin-key`` or the
+(:mod:`chatto_local.admin`), found through ``--url``/``--admin-key`` or the
 ``CHATTO_URL``/``CHATTO_ADMIN_KEY`` environment variables (``serve --env-file F`` writes them
 to ``F``; ``set -a; . F; set +a`` loads them): ``status``, ``add-person``, ``post``,
 ``read``, ``grant``, ``revoke``, ``rotate-key``. ``model`` serves the scripted offline model
-(:class:`~hermes_chatto.testing.scripted_model.ScriptedModel`) for a gateway without a real
+(:class:`~chatto_local.scripted_model.ScriptedModel`) for a gateway without a real
 one.
 
 Exit status: 0 done; 1 the server refused (message on stderr) or ``read --wait-for-bot``
@@ -40,7 +40,7 @@ from datetime import datetime
 from importlib.util import find_spec
 from typing import Any
 
-PROG = "python -m hermes_chatto.testing"
+PROG = "python -m chatto_local"
 COMMANDS = ("serve", "model", "status", "add-person", "post", "read", "grant", "revoke", "rotate-key")
 #: The lines ``serve`` prints first and writes to ``--env-file`` (other lines of the file are kept).
 ENV_KEYS = ("CHATTO_URL", "CHATTO_BOT_KEY", "CHATTO_USER_KEY", "CHATTO_ADMIN_KEY", "CHATTO_HOME_CHANNEL")

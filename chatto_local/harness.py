@@ -2,10 +2,10 @@
 
 What runs (all on 127.0.0.1, nothing else):
 
-* :class:`hermes_chatto.testing.LocalChatto` — the local Chatto server (demo world: a
+* :class:`chatto_local.LocalChatto` — the local Chatto server (demo world: a
   person ``alice``, the bot ``helper_bot``, channel ``general``, a DM alice+bot), plus a
   second person ``bob`` the harness adds.
-* :class:`hermes_chatto.testing.scripted_model.ScriptedModel` — a deterministic
+* :class:`chatto_local.scripted_model.ScriptedModel` — a deterministic
   OpenAI-compatible model that echoes the context it received.
 * the Hermes gateway with this plugin enabled, either as the real ``hermes gateway run``
   subprocess (``mode="subprocess"``, what the demo uses) or in-process through
@@ -49,7 +49,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hermes_chatto.testing.scripted_model import (
+from chatto_local.scripted_model import (
     ModelRequest,
     ScriptedModel,
     earlier_thread_lines,
@@ -224,7 +224,7 @@ class Turn:
     @property
     def block_lines(self) -> list[str]:
         """Message lines of the ``[Earlier in this thread]`` block (see
-        :func:`hermes_chatto.testing.scripted_model.earlier_thread_lines`)."""
+        :func:`chatto_local.scripted_model.earlier_thread_lines`)."""
         return earlier_thread_lines(self.context)
 
     @property
@@ -458,7 +458,7 @@ class Harness:
 
     # ------------------------------------------------------------------ chatto world
     async def _start_chatto(self) -> None:
-        from hermes_chatto.testing import LocalChatto
+        from chatto_local import LocalChatto
 
         self.chatto = LocalChatto.demo()
         await self.chatto.start()
@@ -546,7 +546,7 @@ class Harness:
         with this harness' authorisation and config. Started and subscribed when this
         returns; :meth:`stop` stops it."""
         bot, key = self.chatto.create_bot(login, display_name)
-        from hermes_chatto.testing.state import BOT_USUAL_PERMISSIONS
+        from chatto_local.state import BOT_USUAL_PERMISSIONS
 
         self.chatto.state.grant(None, bot.id, *BOT_USUAL_PERMISSIONS)
         self.chatto.add_member(self.rooms["general"], bot.id)
@@ -962,7 +962,7 @@ class Harness:
 
 
 # ---------------------------------------------------------------------------------------
-# Adapters to the LocalChatto driver API (hermes_chatto/testing, owned by H3).
+# Adapters to the LocalChatto driver API (chatto_local, owned by H3).
 # ---------------------------------------------------------------------------------------
 
 

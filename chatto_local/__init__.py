@@ -1,13 +1,13 @@
 """Local Chatto server for tests, the demo and offline bot development.
 
-``LocalChatto`` (in :mod:`hermes_chatto.testing.server`) is a protocol-faithful subset of
+``LocalChatto`` (in :mod:`chatto_local.server`) is a protocol-faithful subset of
 Chatto 0.5 on one loopback port: ConnectRPC JSON under ``/api/connect`` and the realtime
 WebSocket (protocol 2) at ``/api/realtime``. It needs the ``server`` extra
-(``starlette``, ``uvicorn``); the import is lazy so that ``hermes_chatto.testing.*``
+(``starlette``, ``uvicorn``); the import is lazy so that ``chatto_local.*``
 helpers that do not need the server import without it.
 
-Run by hand: ``python -m hermes_chatto.testing --help`` (``serve``, ``post``, ``read``, ``grant`` …;
-see :mod:`hermes_chatto.testing.cli`).
+Run by hand: ``python -m chatto_local --help`` (``serve``, ``post``, ``read``, ``grant`` …;
+see :mod:`chatto_local.cli`).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import re
 import time
 from typing import TYPE_CHECKING
@@ -32,7 +33,6 @@ from typing import TYPE_CHECKING
 from google.protobuf.message import DecodeError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from hermes_chatto.logs import get_logger
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
 from . import projection as P
@@ -44,7 +44,7 @@ from .state import MAX_RETAINED_ROOMS, Fact
 if TYPE_CHECKING:  # pragma: no cover
     from .server import LocalChatto
 
-log = get_logger("hermes_chatto.testing.realtime")
+log = logging.getLogger("chatto_local.realtime")
 
 _ORIGIN_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*://[^/?#@\s]+$")
 

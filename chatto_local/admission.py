@@ -15,7 +15,7 @@ Per user, process-local, capacity only (authorization never depends on it):
 * at most 8 catch-ups/hydrations at once in the process → ``catch_up_server_busy`` /
   ``room_hydration_server_busy`` (retry 1 s).
 
-Times come from the server's :class:`~hermes_chatto.testing.state.Clock` (``now_ns``), so
+Times come from the server's :class:`~chatto_local.state.Clock` (``now_ns``), so
 ``LocalChatto.advance_clock`` refills buckets. The limits are attributes (tests may shrink
 the intervals so that a client's real back-off stays short).
 """

@@ -1,5 +1,5 @@
 """Admin HTTP API of the local Chatto server, used by its command line
-(``python -m hermes_chatto.testing post|read|add-person|grant|revoke|rotate-key|status``).
+(``python -m chatto_local post|read|add-person|grant|revoke|rotate-key|status``).
 
 Not part of Chatto's protocol: a real Chatto server is administered through its own web UI.
 The local server is a process with state, so the CLI talks to the running process over
