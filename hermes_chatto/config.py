@@ -462,12 +462,6 @@ class ChattoSettings(BaseSettings):
     thread_context_max_bytes: int = _f(
         8000, "CHATTO_THREAD_CONTEXT_MAX_BYTES", KIND_INT, "Max UTF-8 bytes of that context block.", ge=0, le=1_000_000
     )
-    retained_rooms: list[str] = _f(
-        [],
-        "CHATTO_RETAINED_ROOMS",
-        KIND_LIST,
-        "Rooms (ids or names) to keep on the realtime socket first when the bot is in more than 64.",
-    )
     wire_log_level: str = _f(
         "WARNING",
         "CHATTO_WIRE_LOG_LEVEL",
@@ -549,7 +543,7 @@ class ChattoSettings(BaseSettings):
     def _v_key(cls, v: Any) -> SecretStr | None:
         return None if _is_unset(KIND_SECRET, v) else parse_secret(v)
 
-    @field_validator("allowed_users", "free_response_rooms", "retained_rooms", mode="before")
+    @field_validator("allowed_users", "free_response_rooms", mode="before")
     @classmethod
     def _v_list(cls, v: Any) -> list[str]:
         return parse_list(v)
@@ -594,13 +588,6 @@ class ChattoSettings(BaseSettings):
     @classmethod
     def _v_level(cls, v: Any) -> str:
         return parse_log_level(v)
-
-    @field_validator("retained_rooms")
-    @classmethod
-    def _v_retained_cap(cls, v: list[str]) -> list[str]:
-        if len(v) > 64:
-            raise ValueError(f"lists {len(v)} rooms; a realtime socket retains at most 64")
-        return v
 
     # -- conveniences ------------------------------------------------------------------------
 
@@ -915,7 +902,7 @@ def cache_size() -> int:
 
 
 # ---------------------------------------------------------------------------------------
-# Room references (free_response_rooms / retained_rooms / home_channel are ids or names)
+# Room references (free_response_rooms / home_channel are ids or names)
 # ---------------------------------------------------------------------------------------
 
 

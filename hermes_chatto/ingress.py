@@ -32,7 +32,7 @@ from functools import lru_cache
 from typing import Protocol
 
 from .bounded import BoundedSet
-from .wire.types import ROOM_KIND_CHANNEL, ROOM_KIND_DM, ChattoMessage
+from .wire.types import ROOM_KIND_DM, ChattoMessage
 
 #: ``allow_bots`` values: other bots' messages never start a turn / only when they
 #: @mention the bot / like a person's (Hermes' Slack and Discord adapters: default none).
@@ -256,7 +256,9 @@ def gate(msg: ChattoMessage, ctx: IngressContext) -> str | None:
     """Step 5: the dispatch reason, or ``None`` when the message is not for the bot."""
     if ctx.room_kind == ROOM_KIND_DM:
         return "dispatch_dm"
-    if mentions(msg.body, ctx.bot_login):
+    # the server's own mention list when the message came with one (protocol 4), else the body
+    mv = msg.mentions_viewer
+    if mv or (mv is None and mentions(msg.body, ctx.bot_login)):
         return "dispatch_mention"
     if msg.thread_root_event_id and ctx.bot_in_thread:
         return "dispatch_thread"
@@ -348,25 +350,6 @@ def decide(
         msg.event_id,
         starts,
     )
-
-
-def unstreamed_root_needs_read(room_kind: str, *, free_response: bool, require_mention: bool) -> bool:
-    """Whether a root message that Chatto only announces (``room_activity`` in a room the
-    socket does not stream: no content, just the room and the event id) must be read with
-    ``GetMessage`` to be decided.
-
-    Yes in a DM or a room of unknown kind (every message there may be for the bot), in a
-    free-response room and with ``require_mention`` off. No in a channel that needs a
-    mention: a message there is for the bot only if it @mentions it, and Chatto tells the
-    bot of every mention with a notification occurrence (Notifications 2.0,
-    ``DirectMentionReceived``; cli/internal/core/notification_decisions.go), which the
-    adapter reads instead (``adapter/followed.py``). Replies in threads the bot takes part
-    in arrive the same way (``thread_viewer_states_replace``). Reading every announced
-    root of hundreds of rooms would cost one RPC per message and put the bot behind the
-    stream (bench P8)."""
-    if room_kind != ROOM_KIND_CHANNEL:
-        return True
-    return free_response or not require_mention
 
 
 # ---------------------------------------------------------------------------------

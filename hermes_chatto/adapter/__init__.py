@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .cursor import CURSOR_SAVE_INTERVAL_S
 from .facade import ChattoAdapter
-from .gap import RESET_THREAD_READ_LIMIT
+from .gap import DEFAULT_HORIZON_S
 from .lifecycle import CONNECT_CAUGHT_UP_TIMEOUT_S, DISCONNECT_DELIVERY_WAIT_S, make_seen_store
 from .outbound import TYPING_MIN_INTERVAL_S
 from .registry import live_adapter
@@ -34,5 +34,5 @@ __all__ = [
     "CONNECT_CAUGHT_UP_TIMEOUT_S",
     "DISCONNECT_DELIVERY_WAIT_S",
     "CURSOR_SAVE_INTERVAL_S",
-    "RESET_THREAD_READ_LIMIT",
+    "DEFAULT_HORIZON_S",
 ]

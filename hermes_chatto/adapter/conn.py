@@ -41,6 +41,8 @@ class Conn:
     seen: Any = None
     bot_user_id: str = ""
     bot_login: str = ""
+    #: ``ServerPublicProfile.version`` from the realtime snapshot (``""`` until one came)
+    server_version: str = ""
 
     def require_client(self) -> Any:
         """The client; raises :class:`ChattoTransientError` while disconnected."""

@@ -48,6 +48,9 @@ class CursorKeeper:
         #: epoch seconds the loaded cursor was stored (the last gateway had handled every
         #: event up to it by then), ``None`` when this process started without one
         self.loaded_at: float | None = None
+        #: epoch seconds of the newest cursor this process saw (the stream was complete up
+        #: to then); before the first, :attr:`loaded_at`
+        self.seen_at: float | None = None
 
     async def open(self) -> None:
         """On connect: open the store (once) and, on the first connect of this process,
@@ -66,9 +69,16 @@ class CursorKeeper:
                 self.cursor, self.loaded_at = entry
             self._saved = self.cursor
 
+    @property
+    def last_at(self) -> float | None:
+        """Epoch seconds the realtime stream was last known complete: the newest cursor this
+        process saw, else the store time of the cursor it loaded, else ``None``."""
+        return self.seen_at if self.seen_at is not None else self.loaded_at
+
     async def on_cursor(self, cursor: str) -> None:
         """The realtime session processed every event up to ``cursor``."""
         self.cursor = cursor
+        self.seen_at = time.time()
         if self._store is None or self._flush is not None:
             return
         delay = max(0.0, self._saved_at + self._interval - time.monotonic())

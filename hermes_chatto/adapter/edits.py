@@ -86,6 +86,16 @@ class EditReplacement:
     def __bool__(self) -> bool:
         return bool(self.replacing)
 
+    def concerns(self, event_id: str) -> bool:
+        """Whether an edit of ``event_id`` could change anything: it is the trigger of a turn
+        queued, running or being replaced (only then is the edited message read)."""
+        for pending in list(compat.pending_messages(self._host).values()):
+            if getattr(pending, "message_id", None) == event_id:
+                return True
+        if any(getattr(stale, "message_id", None) == event_id for stale, _ in self.replacing.values()):
+            return True
+        return bool(self._turns.inflight_key(event_id))
+
     async def on_edit(self, msg: ChattoMessage) -> None:
         """A ``message_edited`` event (see the module docstring)."""
         for pending in list(compat.pending_messages(self._host).values()):

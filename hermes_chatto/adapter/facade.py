@@ -9,9 +9,10 @@ unit (module)           owns
 ======================  =========================================================
 ``conn``                the live connection: client, realtime, frontier, seen-set,
                         bot identity, counters (shared by every unit)
-``rooms``               the room directory and the retained set
+``rooms``               the room directory
+``users``               the user directory: authors' names, bot flags
 ``threads``             the thread index: roots, own posts, joined threads, reply counts
-``gap``                 gap recovery after projection resets
+``gap``                 gap recovery: what was posted while realtime did not watch
 ``turns``               the turn tracker: host turn hooks → frontier
 ``edits``               edit replacement of a running turn
 ``cursor``              the realtime resume cursor (persisted)
@@ -64,6 +65,7 @@ from .streaming import NO_SPLIT_LIMIT, StreamingReplies
 from .threads import ThreadIndex
 from .turns import TurnTracker
 from .uploads import MediaSender
+from .users import UserDirectory
 from .workarounds import OrphanRescue
 
 logger = get_logger("hermes_chatto.adapter")
@@ -123,14 +125,20 @@ class ChattoAdapter(_Base):
     def _build_units(self) -> None:
         conn, boundary = self.conn, self.boundary
         self.rooms = RoomDirectory(conn)
+        self.users = UserDirectory(conn)
         self.threads = ThreadIndex(conn)
         self.turns = TurnTracker(self, conn, boundary)
         self.failures = FailedTurns(conn, self.turns)
         self.orphans = OrphanRescue(self, conn.counters, boundary, self.handle_message)
-        self.inbound = Inbound(self, conn, self.rooms, self.threads, self.turns, boundary, self.orphans)
+        self.inbound = Inbound(self, conn, self.rooms, self.users, self.threads, self.turns, boundary, self.orphans)
         # late-bound: a test may replace Inbound.on_new_message after the adapter is built
         self.gap = GapRecovery(
-            conn, self.rooms, self.threads, lambda *a, **kw: self.inbound.on_new_message(*a, **kw), boundary
+            conn,
+            self.rooms,
+            boundary,
+            ingest=lambda *a, **kw: self.inbound.on_new_message(*a, **kw),
+            ctx=self.inbound.ctx_for,
+            render=self._render_earlier,
         )
         self.edits = EditReplacement(
             self,
@@ -145,7 +153,7 @@ class ChattoAdapter(_Base):
         self.inbound.gap, self.inbound.edits = self.gap, self.edits
         self.media = self.inbound.media = InboundMedia(conn, boundary)
         self.cursor = CursorKeeper(conn)
-        self.inbound.resumed_from = lambda: self.cursor.loaded_at
+        self.inbound.last_complete = lambda: self.cursor.last_at
         self.sender = SendPath(conn, self.rooms, self.threads, boundary)
         self.media_out = MediaSender(self, self.sender)
         self.ops = OutboundOps(self, conn, self.rooms)
@@ -232,7 +240,6 @@ class ChattoAdapter(_Base):
         settings = self.conn.settings
         kw: dict[str, Any] = {
             "on_event": self._on_event,
-            "retained_rooms": self.rooms.subscribe_list,
             "resume_cursor": self.cursor.cursor,
             "on_cursor": self.cursor.on_cursor,
             "bot_user_id": self.conn.bot_user_id,
@@ -242,6 +249,16 @@ class ChattoAdapter(_Base):
         from ..wire.realtime import RealtimeSession
 
         return RealtimeSession(settings.url, settings.bot_key, **kw)
+
+    def _render_earlier(self, messages: list[Any]) -> str | None:
+        """The inert block of a DM's earlier messages (gap recovery), or ``None``."""
+        from ..frontier.render import render_block
+
+        s = self.conn.settings
+        text = render_block(
+            messages, bot_user_id=self.conn.bot_user_id, max_bytes=int(getattr(s, "thread_context_max_bytes", 8000))
+        )
+        return text or None
 
     async def _on_event(self, ev: Any) -> None:
         """A realtime event: an answer to an approval prompt (reactions), then the inbound."""

@@ -1,127 +1,262 @@
-"""Gap recovery: what was posted while the realtime socket did not watch.
+"""Gap recovery: what was posted while the realtime socket did not watch, for downtime of any
+length up to a horizon.
 
-The first ``room_timeline_replace`` of a room on a new socket (``connect()``, a newly
-hydrated room) is history: its ids are remembered so that replays are dropped, nothing is
-dispatched. A later one — a projection reset while the session runs; any permission change
-on the server causes one — may carry root messages posted while the socket was
-reconnecting: those not seen yet are new and go through ingress like live ones. Thread
-replies are never in these pages: for each root row of a thread the bot takes part in
-whose reply count grew, the replies posted since are read with one ``GetThreadEvents``.
+Protocol 4 resumes only a short gap: a resume cursor is valid for 15 minutes and a replay
+covers at most 10,000 positions / 2,000 events (docs/chatto-0.5.md). Within that the server
+replays the missed events before ``caught_up`` (``recovery = "resumed"``) and nothing is
+done here. After a longer gap (a restart after downtime, a long network outage, a resume the
+server refused) ``caught_up`` says ``"snapshot"`` or ``"live_only"`` and this unit reads what
+the socket did not deliver since the stream was last known complete (the cursor keeper's
+``last_at``: the last cursor this process saw, or the store time of the cursor a restart
+loaded), bounded by ``recovery_horizon_s`` (default 7 days):
+
+* mentions, replies to the bot, DMs and activity in threads it follows, from its notification
+  occurrences (``NotificationService/ListNotificationOccurrences``, newest first, 100 a page,
+  at most :data:`MAX_NOTICE_PAGES` pages, back to that time), each read with ``GetMessage``;
+* every root of the rooms where any message may be for the bot (DMs, free-response rooms, all
+  rooms when ``require_mention`` is off): ``GetRoomEvents`` newest first, at most
+  :data:`ROOM_READ_LIMIT` messages per room.
+
+What was handled before is in the persistent seen-set and skipped. The rest is grouped by
+conversation (a DM, a channel thread, a channel root) and each conversation gets **one**
+turn: its newest message that ingress dispatches. The older ones are marked seen; in a thread
+they reach the turn through the frontier's ``[Earlier in this thread]`` block (realtime did
+not watch the thread, so its next turn reads it anchored: nothing skipped, nothing repeated);
+in a DM they are put in the turn's context as the same inert block. At most
+:data:`MAX_RECOVERY_TURNS` conversations are answered, oldest first; a WARNING names what
+was left. Reads are counted in ``recovery_reads``, turns in ``gap_recovered``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
+from ..ingress import decide
 from ..logs import get_logger
-from ..wire.errors import ChattoError
+from ..wire.errors import ChattoError, ChattoNotFound
+from ..wire.notices import MessageNotice
 from ..wire.types import ChattoMessage, ThreadKey
 from .boundary import ErrorBoundary
 from .conn import Conn
 from .rooms import RoomDirectory
-from .threads import ThreadIndex
 
 logger = get_logger("hermes_chatto.adapter")
 
-#: Newest thread replies read per moved thread after a projection reset (GetThreadEvents limit).
-RESET_THREAD_READ_LIMIT = 50
+#: Occurrences per ``ListNotificationOccurrences`` page (Chatto's maximum) and pages read.
+NOTICE_LIST_LIMIT, MAX_NOTICE_PAGES = 100, 10
+#: ``NotificationSignal`` kinds whose message may be for the bot (ingress decides).
+NOTICE_KINDS = frozenset(
+    {
+        "direct_mention_received",
+        "role_mention_received",
+        "here_mention_received",
+        "all_mention_received",
+        "reply_received",
+        "direct_message_received",
+        "followed_thread_activity",
+    }
+)
+#: Newest room-timeline messages read per room that is read in full.
+ROOM_READ_LIMIT = 100
+#: Most conversations answered after one gap.
+MAX_RECOVERY_TURNS = 20
+#: Seconds before the last known-complete time that still count: the cursor is stored at
+#: most every 2 s and the server's clock may run a little ahead of this machine's.
+MARGIN_S = 60.0
+#: Default horizon (seconds): messages older than this when the gap is noticed are not answered.
+DEFAULT_HORIZON_S = 7 * 24 * 3600.0
 
-#: ``ingest(msg, projection_id, retained=...)``: run one message through ingress.
+#: ``ingest(msg, *, context=None)``: run one full message through ingress and dispatch.
 Ingest = Callable[..., Awaitable[None]]
+#: ``render(messages) -> str``: the inert block of earlier messages for a DM turn.
+Render = Callable[[list[ChattoMessage]], str | None]
+
+
+def conversation(msg: ChattoMessage, dm: bool) -> ThreadKey:
+    """Which conversation ``msg`` belongs to: the DM room, its thread, or its own root."""
+    if dm:
+        return ThreadKey(msg.room_id, "")
+    return msg.thread
 
 
 class GapRecovery:
-    """Owns ``baselined``: the rooms whose history this socket has already seen."""
+    """Owns the recovery task and ``horizon_s``. ``ctx(room)`` builds the ingress context for
+    a room (the inbound's), ``ingest`` dispatches one message, ``render`` the DM block."""
 
     def __init__(
-        self, conn: Conn, rooms: RoomDirectory, threads: ThreadIndex, ingest: Ingest, boundary: ErrorBoundary
+        self,
+        conn: Conn,
+        rooms: RoomDirectory,
+        boundary: ErrorBoundary,
+        *,
+        ingest: Ingest,
+        ctx: Callable[[Any, ChattoMessage], Any],
+        render: Render,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._conn = conn
         self._rooms = rooms
-        self._threads = threads
-        self._ingest = ingest
         self._boundary = boundary
-        self.baselined: set[str] = set()
+        self._ingest = ingest
+        self._ctx = ctx
+        self._render = render
+        self._clock = clock
+        self.horizon_s = float(getattr(conn.settings, "recovery_horizon_s", DEFAULT_HORIZON_S) or 0.0)
+        self.task: asyncio.Task[None] | None = None
 
-    def new_socket(self) -> None:
-        """A (re)connect starts a new socket: its first replace per room is history (no
-        backfill of what was posted while the adapter was down)."""
-        self.baselined.clear()
-
-    def caught_up(self) -> None:
-        """``caught_up``: every room subscribed on this socket is covered now (a reset path
-        sent its timeline_replace first; a resume replayed what was missed)."""
-        self.baselined.update(self._rooms.covered())
-
-    def realtime_gap(self, room_id: str | None) -> None:
-        """Tell the frontier that realtime did not watch ``room_id`` (``None``: every room)."""
+    def realtime_gap(self) -> None:
+        """Tell the frontier that realtime did not watch every room: each session's next turn
+        reads its thread (anchored)."""
         frontier = self._conn.frontier
         if frontier is not None:
             with self._boundary.guard("frontier.realtime_gap"):
-                frontier.realtime_gap(room_id)
+                frontier.realtime_gap(None)
 
-    async def timeline_replaced(self, room_id: str, messages: tuple[ChattoMessage, ...]) -> None:
-        """``room_timeline_replace`` of ``room_id`` (see the module docstring). Moved threads'
-        replies are read newest ``min(growth, RESET_THREAD_READ_LIMIT)`` (counted in
-        ``reset_thread_reads``); a ChattoError from that read is logged and skipped (the
-        frontier still carries such replies into the next turn of the thread)."""
-        seen = self._conn.seen
-        if self._rooms.is_lost(room_id):
-            # removal / ban: an empty replace clears the room (realtime_projection.go
-            # appendRoomTimelineClear); nothing was missed in a room the bot left
-            self.baselined.discard(room_id)
+    def caught_up(self, recovery: str, last_at: float | None) -> None:
+        """``caught_up`` with ``recovery``; ``last_at`` epoch seconds the stream was last known
+        complete (``None``: this bot never ran here, there is nothing to recover)."""
+        if recovery == "resumed":
             return
-        if room_id not in self.baselined:
-            self.baselined.add(room_id)
-            self._rooms.hydrated(room_id)
-            for m in messages:
-                self._threads.remember_root(m)
-                self._threads.note_reply_count(m)
-                if seen is not None and m.event_id not in seen:
-                    seen.add(m.event_id)
+        self.realtime_gap()
+        if last_at is None or self.horizon_s <= 0:
             return
-        self.realtime_gap(room_id)
-        before = {
-            m.event_id: self._threads.reply_count(ThreadKey(room_id, m.event_id))
-            for m in messages
-            if not m.thread_root_event_id
-        }
-        recovered: set[str] = set()
-        for m in messages:
-            self._threads.remember_root(m)
-            if self._conn.is_seen(m.event_id):
-                continue
-            self._conn.counters["gap_recovered"] += 1
-            recovered.add(m.event_id)
-            await self._ingest(m, m.event_id)
-        for m in messages:
-            if m.thread_root_event_id:
-                continue
-            prev = before.get(m.event_id)
-            if prev is None and m.event_id in recovered:
-                prev = 0  # a root posted in the gap: every reply it has was posted since
-            await self._read_moved_thread(room_id, m, prev)
-            self._threads.note_reply_count(m)
+        now = self._clock()
+        since = max(last_at - MARGIN_S, now - self.horizon_s)
+        if self.task is not None and not self.task.done():
+            return  # one at a time; the running one covers this gap too (its since is older)
+        self.task = asyncio.ensure_future(self._run(since))
 
-    async def _read_moved_thread(self, room_id: str, root: ChattoMessage, prev: int | None) -> None:
-        """Replies of ``root`` posted since the adapter saw ``prev`` of them, through ingress.
-        No read when the count is unknown or did not grow, the bot takes no part in the
-        thread, or there is no client."""
-        grew = root.reply_count - prev if prev is not None else 0
+    async def _run(self, since: float) -> None:
+        with self._boundary.guard("gap.recover"):
+            await self.recover(since)
+
+    async def recover(self, since: float) -> int:
+        """Read and answer what was posted since ``since`` (epoch seconds); returns the turns
+        dispatched. Never raises a ChattoError (each failed read is a WARNING)."""
         client: Any = self._conn.client
-        if grew <= 0 or client is None or not self._threads.takes_part(ThreadKey(room_id, root.event_id)):
-            return
-        want = min(grew, RESET_THREAD_READ_LIMIT)
-        self._conn.counters["reset_thread_reads"] += 1
-        try:
-            page = await client.get_thread_events(room_id, root.event_id, limit=want)
-        except ChattoError as exc:
-            logger.debug("Chatto: GetThreadEvents after a reset failed: %s", exc)
-            return
-        replies = [r for r in page.messages if r.thread_root_event_id == root.event_id]
-        for r in replies[-want:]:
-            if self._conn.is_seen(r.event_id):
+        if client is None:
+            return 0
+        started = self._clock()
+        logger.info(
+            "Chatto: recovering messages since %s (%.0f s ago)",
+            time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(since)),
+            started - since,
+        )
+        found: dict[str, ChattoMessage] = {}
+        for n in await self._notices(client, since):
+            if n.event_id in found or self._conn.is_seen(n.event_id):
                 continue
+            msg = await self._get(client, n.room_id, n.event_id)
+            if msg is not None:
+                found[msg.event_id] = msg
+        for room_id in self._rooms_read_in_full():
+            for msg in await self._room_roots(client, room_id, since):
+                found.setdefault(msg.event_id, msg)
+        return await self._answer([m for m in found.values() if not self._conn.is_seen(m.event_id)], since)
+
+    async def _notices(self, client: Any, since: float) -> list[MessageNotice]:
+        out: list[MessageNotice] = []
+        offset = 0
+        for _ in range(MAX_NOTICE_PAGES):
+            try:
+                page, more = await client.list_notifications(offset=offset, limit=NOTICE_LIST_LIMIT)
+            except ChattoError as exc:
+                logger.warning("Chatto: reading notifications for recovery failed (%s): %s", exc.code, exc)
+                break
+            self._conn.counters["recovery_reads"] += 1
+            out += [
+                n
+                for n in page
+                if n.kind in NOTICE_KINDS
+                and n.created_at is not None
+                and n.created_at >= since
+                and n.room_id
+                and n.event_id
+                and n.actor_id != self._conn.bot_user_id
+            ]
+            offset += NOTICE_LIST_LIMIT
+            oldest = min((n.created_at for n in page if n.created_at is not None), default=None)
+            if not more or not page or (oldest is not None and oldest < since):
+                break
+        return out
+
+    def _rooms_read_in_full(self) -> list[str]:
+        require = bool(getattr(self._conn.settings, "require_mention", True))
+        return [
+            r.id
+            for r in self._rooms.rooms.values()
+            if (r.is_member or r.is_dm) and (r.is_dm or r.id in self._rooms.free or not require)
+        ]
+
+    async def _room_roots(self, client: Any, room_id: str, since: float) -> list[ChattoMessage]:
+        try:
+            page = await client.get_room_events(room_id, limit=ROOM_READ_LIMIT)
+        except ChattoError as exc:
+            logger.warning("Chatto: reading room %s for recovery failed (%s): %s", room_id, exc.code, exc)
+            return []
+        self._conn.counters["recovery_reads"] += 1
+        users = getattr(page, "users", {}) or {}
+        return [
+            replace(m, author=m.author or users.get(m.author_id))
+            for m in page.messages
+            if m.created_at is not None and m.created_at >= since and m.author_id != self._conn.bot_user_id
+        ]
+
+    async def _get(self, client: Any, room_id: str, event_id: str) -> ChattoMessage | None:
+        self._conn.counters["recovery_reads"] += 1
+        try:
+            msg: ChattoMessage = await client.get_message(room_id, event_id)
+            return msg
+        except ChattoNotFound:
+            return None
+        except ChattoError as exc:
+            logger.warning("Chatto: reading message %s for recovery failed (%s): %s", event_id, exc.code, exc)
+            return None
+
+    async def _answer(self, msgs: list[ChattoMessage], since: float) -> int:
+        """One turn per conversation (see the module docstring)."""
+        groups: dict[ThreadKey, list[ChattoMessage]] = {}
+        for m in sorted(msgs, key=lambda m: (m.created_at or 0.0, m.event_id)):
+            if m.echo_of_event_id or m.deleted_at is not None:
+                continue
+            groups.setdefault(conversation(m, self._rooms.is_dm(m.room_id)), []).append(m)
+        turns: list[tuple[ChattoMessage, list[ChattoMessage]]] = []
+        for key, group in groups.items():
+            room = await self._rooms.fetch(key.room_id)
+            chosen = None
+            for m in reversed(group):  # the newest message ingress would dispatch
+                if decide(m, self._ctx(room, m), None, mark_seen=False).dispatch:
+                    chosen = m
+                    break
+            if chosen is None:
+                continue
+            earlier = [m for m in group if m is not chosen and (m.created_at or 0.0) <= (chosen.created_at or 0.0)]
+            turns.append((chosen, earlier))
+        turns.sort(key=lambda t: t[0].created_at or 0.0)
+        left = turns[MAX_RECOVERY_TURNS:]
+        if left:
+            logger.warning(
+                "Chatto: %d conversations had messages for the bot while it was away; answering the newest "
+                "%d, not the %d oldest",
+                len(turns),
+                MAX_RECOVERY_TURNS,
+                len(left),
+            )
+            turns = turns[-MAX_RECOVERY_TURNS:]
+        seen = self._conn.seen
+        for chosen, earlier in turns:
+            for m in earlier:
+                if seen is not None:
+                    seen.add(m.event_id)
+            context = None
+            if earlier and self._rooms.is_dm(chosen.room_id):
+                context = self._render(earlier)
             self._conn.counters["gap_recovered"] += 1
-            await self._ingest(r, r.event_id, retained=True)
+            await self._ingest(chosen, context=context)
+        if turns:
+            logger.info("Chatto: recovered %d conversations since the gap", len(turns))
+        return len(turns)

@@ -1,7 +1,14 @@
 """Inbound: realtime events → ingress → the host's ``handle_message``.
 
-A new message goes through the pure pipeline in :mod:`hermes_chatto.ingress`; a dispatch
-becomes ``host.build_source(...)`` (always — it stamps the routed profile) →
+Protocol-4 events are thin (:mod:`hermes_chatto.wire.events`). A ``message_posted`` becomes a
+:class:`ChattoMessage` with what the event carries (room, ids, author id, the server's plain
+text and mention list) and goes through the pure pipeline in :mod:`hermes_chatto.ingress`;
+only a message that dispatches is read in full (``GetMessage``: the body as written, its
+attachments), and its author's name comes from the user directory (one ``GetUser`` the first
+time an author is seen). So a message that is not for the bot costs no read, and a turn costs
+one (plus the frontier's thread read when the thread moved: see CONCEPTS.md, cost model).
+
+A dispatch becomes ``host.build_source(...)`` (always — it stamps the routed profile) →
 ``compat.make_event(...)`` (keywords only; thread turns carry the frontier's
 ``[Earlier in this thread]`` block in ``channel_context``) → ``await host.handle_message``.
 """
@@ -9,26 +16,26 @@ becomes ``host.build_source(...)`` (always — it stamps the routed profile) →
 from __future__ import annotations
 
 import asyncio
-import time
+import dataclasses
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from .. import compat
-from ..ingress import IngressContext, IngressDecision, decide, unstreamed_root_needs_read
+from ..ingress import IngressContext, IngressDecision, bot_gate, decide, skip_reason
 from ..logs import get_logger
 from ..wire import events as E
 from ..wire.errors import ChattoError, ChattoNotFound
-from ..wire.types import MAX_RETAINED_ROOMS, ChattoMessage, ChattoRoom, ThreadKey
+from ..wire.types import ChattoMessage, ChattoRoom, ThreadKey
 from .boundary import ErrorBoundary
 from .conn import Conn
 from .edits import EditReplacement
-from .followed import FollowedReplies
 from .gap import GapRecovery
 from .media import InboundMedia
 from .rooms import RoomDirectory
 from .threads import ThreadIndex
 from .turns import TurnTracker
+from .users import UserDirectory
 from .workarounds import OrphanRescue
 
 logger = get_logger("hermes_chatto.adapter")
@@ -48,15 +55,39 @@ def _timestamp(msg: ChattoMessage) -> datetime:
         return datetime.now()
 
 
+#: Stands in for the attachments of a thin message that came without plain text (an
+#: attachment-only post): ingress must not drop it as empty before it is read.
+UNREAD_ATTACHMENTS = ("(not read yet)",)
+
+
+def thin_message(ev: E.MessagePosted) -> ChattoMessage:
+    """What a ``message_posted`` event tells of its message (the server's plain text as the
+    body, its mention list as ``mentions_viewer``; attachments unknown until read)."""
+    return ChattoMessage(
+        event_id=ev.event_id,
+        room_id=ev.room_id,
+        author_id=ev.actor_id,
+        body=ev.body_plaintext,
+        created_at=ev.created_at,
+        thread_root_event_id=ev.thread_root_event_id,
+        in_reply_to=ev.in_reply_to,
+        echo_of_event_id=ev.echo_of_event_id,
+        echo_from_thread_root_event_id=ev.echo_from_thread_root_event_id,
+        mentions_viewer=ev.mentions_viewer,
+        attachment_names=UNREAD_ATTACHMENTS if ev.body_plaintext is None else (),
+    )
+
+
 class Inbound:
     """Handles every realtime event. Owns no state of its own: it drives the units it is
-    given (rooms, thread index, gap recovery, turns, edits, the orphan workaround)."""
+    given (rooms, users, thread index, gap recovery, turns, edits, the orphan workaround)."""
 
     def __init__(
         self,
         host: Any,
         conn: Conn,
         rooms: RoomDirectory,
+        users: UserDirectory,
         threads: ThreadIndex,
         turns: TurnTracker,
         boundary: ErrorBoundary,
@@ -65,6 +96,7 @@ class Inbound:
         self._host = host
         self._conn = conn
         self._rooms = rooms
+        self._users = users
         self._threads = threads
         self._turns = turns
         self._boundary = boundary
@@ -72,13 +104,10 @@ class Inbound:
         self.gap: GapRecovery | None = None  # set by the facade (it needs this unit)
         self.edits: EditReplacement | None = None
         self.media: InboundMedia | None = None  # set by the facade (attachments of a turn)
-        # Running hydrate_room calls: the event loop keeps only a weak reference to a task,
-        # so one nobody holds could be garbage-collected before it finishes.
-        self._hydrations: set[asyncio.Task[None]] = set()
-        #: replies in followed threads of rooms the socket does not stream
-        self.followed = FollowedReplies(conn, rooms, self.on_new_message)
-        #: the store time of the resume cursor this process started from (set by the facade)
-        self.resumed_from: Callable[[], float | None] = lambda: None
+        #: epoch seconds the stream was last known complete (the cursor keeper's), set by the facade
+        self.last_complete: Callable[[], float | None] = lambda: None
+        # Background room reads: the event loop keeps only a weak reference to a task.
+        self._pending_reads: set[asyncio.Task[Any]] = set()
 
     async def on_event(self, ev: Any) -> None:
         """Dispatch one typed realtime event (never raises: a bad event must not kill the socket)."""
@@ -86,126 +115,75 @@ class Inbound:
             await self._handle(ev)
 
     async def _handle(self, ev: Any) -> None:
-        gap = self.gap
-        assert gap is not None and self.edits is not None
-        if isinstance(ev, E.NewMessage):
-            await self.on_new_message(ev.message, ev.projection_id)
+        if isinstance(ev, E.MessagePosted):
+            await self.on_posted(ev)
         elif isinstance(ev, E.MessageEdited):
-            await self.edits.on_edit(ev.message)
-        elif isinstance(ev, E.RoomActivity):
-            await self._on_room_activity(ev)
-        elif isinstance(ev, E.RoomUpdated):
-            await self._on_room_updated(ev.room, ev.partial)
+            await self._on_edited(ev)
+        elif isinstance(ev, E.Snapshot):
+            self._users.fill(ev.users)
+            for room in ev.rooms:
+                if room.is_member or room.is_dm:
+                    self._rooms.rooms[room.id] = room
+                    self._rooms.check_permissions(room)
+            if ev.server_version:
+                self._conn.server_version = ev.server_version
+        elif isinstance(ev, E.CaughtUp):
+            if self.gap is not None:
+                self.gap.caught_up(ev.recovery, self.last_complete())
+        elif isinstance(ev, E.RoomChanged):
+            self._on_room_changed(ev)
         elif isinstance(ev, E.RoomRemoved):
             self._rooms.remove(ev.room_id)
-            self._rebalance([])
-        elif isinstance(ev, E.TimelineReplaced):
-            await gap.timeline_replaced(ev.room_id, ev.messages)
-        elif isinstance(ev, E.ProjectionReset):
-            gap.realtime_gap(None)
-        elif isinstance(ev, E.CaughtUp):
-            gap.caught_up()
-            await self.followed.caught_up(time.time(), self.resumed_from())
-        elif isinstance(ev, E.FollowedThreadsChanged):
-            await self.followed.on_threads(ev)
-        elif isinstance(ev, E.NotificationsReplaced):
-            await self.followed.on_notices(ev)
-        elif isinstance(ev, E.ViewerUpdated):
-            if ev.user.id:
-                self._conn.bot_user_id = ev.user.id
-            if ev.user.login:
-                self._conn.bot_login = ev.user.login
+        elif isinstance(ev, E.UserChanged):
+            self._users.forget(ev.user_id)
+        elif isinstance(ev, E.PermissionsChanged):
+            for rid in list(self._rooms.rooms):
+                self._rooms.changed(rid)
+        elif isinstance(ev, E.ThreadFollowChanged):
+            if ev.is_following:
+                self._threads.join(ThreadKey(ev.room_id, ev.thread_root_event_id))
 
-    # ------------------------------------------------------------------ rooms
-
-    async def _on_room_updated(self, room: ChattoRoom, partial: bool) -> None:
-        added = await self._rooms.updated(room, partial)
-        self._rebalance([room.id] if added else [])
-
-    def _rebalance(self, added: list[str]) -> None:
-        """Release the slots of rooms the bot lost, give them to waiting rooms, and hydrate
-        the rooms that joined the retained set (``added`` plus the refill)."""
-        rt = self._conn.realtime
-        lost = self._rooms.take_released()
-        if lost:
-            release = getattr(rt, "release_room", None) or getattr(rt, "forget_room", None)
-            for rid in lost:
-                self._conn.counters["rooms_lost"] += 1
-                if callable(release):
-                    release(rid)
-            added = added + self._rooms.refill()
-        for rid in added:
-            self._start_hydration(rid)
-
-    def _start_hydration(self, room_id: str) -> None:
-        rt = self._conn.realtime
-        if rt is None or not hasattr(rt, "hydrate_room"):
+    def _on_room_changed(self, ev: E.RoomChanged) -> None:
+        bot = self._conn.bot_user_id
+        if ev.kind == "user_left_room" and ev.actor_id == bot:
+            self._rooms.remove(ev.room_id)
             return
-        # Until its timeline_replace arrives, root messages of the room are only
-        # announced by room_activity (fetched with GetMessage).
-        self._rooms.hydrating.add(room_id)
-        task = asyncio.ensure_future(self._hydrate(rt, room_id))
-        self._hydrations.add(task)
-        task.add_done_callback(self._hydrations.discard)
+        if ev.kind in ("user_joined_room", "user_left_room") and ev.actor_id != bot:
+            return  # someone else joined or left: the room itself did not change for the bot
+        self._rooms.changed(ev.room_id)
+        if ev.kind == "user_joined_room" and self._rooms.get(ev.room_id) is None and self._conn.client is not None:
+            task = asyncio.ensure_future(self._rooms.fetch(ev.room_id))  # learn the new room now
+            self._pending_reads.add(task)
+            task.add_done_callback(self._pending_reads.discard)
 
-    async def _hydrate(self, rt: Any, room_id: str) -> None:
+    async def _on_edited(self, ev: E.MessageEdited) -> None:
+        """Read an edited message only when an edit could matter: it is the trigger of a turn
+        queued, running or being replaced (see :class:`EditReplacement`)."""
+        edits, client = self.edits, self._conn.client
+        if edits is None or client is None or ev.actor_id == self._conn.bot_user_id:
+            return
+        if not edits.concerns(ev.message_event_id):
+            return
         try:
-            await rt.hydrate_room(room_id)
-        except Exception as exc:  # noqa: BLE001 - the room stays covered by room_activity
-            logger.debug("Chatto: hydrate_room(%s) failed: %s", room_id, exc)
-
-    async def _on_room_activity(self, ev: Any) -> None:
-        """A root message in a room not retained on the socket: fetch it with
-        ``GetMessage(room_id, projection_id)`` (NOT_FOUND ⇒ it was not a message fact) and
-        run it through ingress."""
-        client = self._conn.client
-        if self._rooms.is_covered(ev.room_id) or client is None:
-            # A room the socket retains (subscribed with it, or hydrated since): the content
-            # upsert follows in the same frame — live, and also while a resumed socket
-            # replays missed facts before caught_up (no GetMessage, no second ingress).
-            return
-        if ev.actor_id and ev.actor_id == self._conn.bot_user_id:
-            return
-        if self._rooms.is_lost(ev.room_id):
-            return  # removed / banned: not a live room any more
-        if self._rooms.wake(ev.room_id):  # an empty DM's first message: retain it from now on
-            self._start_hydration(ev.room_id)
-        if self._conn.is_seen(ev.projection_id):
-            return
-        if not self._rooms.is_retained(ev.room_id):
-            self._rooms.log_cap(max(len(self._rooms.rooms), MAX_RETAINED_ROOMS + 1))
-        if not self._root_needs_read(ev.room_id):
-            # a channel that needs a mention: a mention comes as a notification (followed.py)
-            self._conn.counters["room_activity_skipped"] += 1
-            return
-        self._conn.counters["room_activity_fetches"] += 1
-        try:
-            msg = await client.get_message(ev.room_id, ev.projection_id)
-        except ChattoNotFound:
-            return
+            msg = await client.get_message(ev.room_id, ev.message_event_id)
         except ChattoError as exc:
-            # A person's message the bot cannot read: say so where an operator looks. A DM's
-            # message comes again as a notification (direct_message_received); a root of a
-            # free-response room does not.
-            logger.warning(
-                "Chatto: could not read message %s in room %s (%s): %s", ev.projection_id, ev.room_id, exc.code, exc
-            )
+            logger.warning("Chatto: could not read edited message %s (%s): %s", ev.message_event_id, exc.code, exc)
             return
-        await self.on_new_message(msg, msg.event_id, retained=False)
+        self._conn.counters["edit_reads"] += 1
+        await edits.on_edit(msg)
 
-    def _root_needs_read(self, room_id: str) -> bool:
-        room = self._rooms.get(room_id)
-        s = self._conn.settings
-        return unstreamed_root_needs_read(
-            room.kind if room is not None else "",
-            free_response=room_id in self._rooms.free,
-            require_mention=bool(getattr(s, "require_mention", True)),
-        )
+    async def on_posted(self, ev: E.MessagePosted) -> None:
+        """A ``message_posted`` event (see the module docstring)."""
+        await self.on_new_message(thin_message(ev), thin=True)
 
     # ------------------------------------------------------------------ new messages
 
-    def _ctx(self, room: ChattoRoom | None, bot_in_thread: bool) -> IngressContext:
+    def ctx_for(self, room: ChattoRoom | None, msg: ChattoMessage, bot_in_thread: bool | None = None) -> IngressContext:
+        """The ingress context of ``msg`` in ``room`` (``bot_in_thread`` from the thread index
+        unless given)."""
         s = self._conn.settings
+        if bot_in_thread is None:
+            bot_in_thread = bool(msg.thread_root_event_id) and self._threads.is_joined(msg.thread)
         return IngressContext(
             bot_user_id=self._conn.bot_user_id,
             bot_login=self._conn.bot_login,
@@ -219,7 +197,7 @@ class Inbound:
             allow_bots=getattr(s, "allow_bots", "none"),
         )
 
-    def _observe(self, msg: ChattoMessage, retained: bool) -> None:
+    def _observe(self, msg: ChattoMessage) -> None:
         self._threads.remember_root(msg)
         self._threads.note_reply_count(msg, page=False)
         if msg.author_id and msg.author_id == self._conn.bot_user_id:
@@ -230,7 +208,7 @@ class Inbound:
         frontier = self._conn.frontier
         if msg.thread_root_event_id and frontier is not None:
             with self._boundary.guard("frontier.observe"):
-                frontier.observe(msg, retained)
+                frontier.observe(msg, True)
 
     async def _has_session(self, msg: ChattoMessage) -> bool:
         """Whether the sender already has a runner session for ``msg``'s thread."""
@@ -245,23 +223,84 @@ class Inbound:
         except Exception:  # noqa: BLE001 - unknown: fall back to the root's author
             return False
 
-    async def _decide(self, msg: ChattoMessage, projection_id: str | None) -> IngressDecision:
-        room = await self._rooms.fetch(msg.room_id)
-        joined = bool(msg.thread_root_event_id) and self._threads.is_joined(msg.thread)
-        d = decide(msg, self._ctx(room, joined), self._conn.seen, projection_id=projection_id)
+    async def _decide(self, msg: ChattoMessage, room: ChattoRoom | None) -> IngressDecision:
+        d = decide(msg, self.ctx_for(room, msg), self._conn.seen)
         if not d.dispatch and d.reason == "not_addressed" and msg.thread_root_event_id:
             if await self._threads.bot_in_thread(msg.thread, lambda: self._has_session(msg)):
-                d = decide(msg, self._ctx(room, True), None, projection_id=projection_id)
+                d = decide(msg, self.ctx_for(room, msg, True), None)
         return d
 
+    async def _author(
+        self, msg: ChattoMessage, d: IngressDecision, room: ChattoRoom | None
+    ) -> tuple[ChattoMessage, IngressDecision]:
+        """The message and decision with the author (read once per author): its name, its
+        bot flag, and the ``allow_bots`` gate run again when it turns out to be a bot."""
+        if msg.author is None:
+            author = await self._users.fetch(msg.author_id)
+            if author is None:
+                return msg, d
+            msg = dataclasses.replace(msg, author=author)
+            if bot_gate(msg, d.reason, self.ctx_for(room, msg)) is None:
+                return msg, IngressDecision(False, "other_bot", chat_id=msg.room_id, message_id=msg.event_id)
+        author = msg.author
+        assert author is not None
+        return msg, dataclasses.replace(d, user_name=author.label, is_bot=author.is_bot)
+
+    async def _read_full(self, thin: ChattoMessage) -> ChattoMessage | None:
+        """``GetMessage`` for a message that dispatches: the body as written and its
+        attachments; the thin message (with a WARNING) when the read fails but the event
+        carried text, ``None`` (with a WARNING) when it carried none."""
+        client = self._conn.client
+        if client is None:
+            return thin
+        self._conn.counters["message_reads"] += 1
+        try:
+            full: ChattoMessage = await client.get_message(thin.room_id, thin.event_id)
+        except ChattoNotFound:
+            logger.info("Chatto: message %s was deleted before it could be read; not answering it", thin.event_id)
+            return None
+        except ChattoError as exc:
+            if (thin.body or "").strip():
+                logger.warning(
+                    "Chatto: could not read message %s in room %s (%s): %s; answering its plain text",
+                    thin.event_id,
+                    thin.room_id,
+                    exc.code,
+                    exc,
+                )
+                return thin
+            logger.warning(
+                "Chatto: could not read message %s in room %s (%s): %s; it is not answered",
+                thin.event_id,
+                thin.room_id,
+                exc.code,
+                exc,
+            )
+            return None
+        return dataclasses.replace(full, author=thin.author, mentions_viewer=thin.mentions_viewer)
+
     async def on_new_message(
-        self, msg: ChattoMessage, projection_id: str | None, *, retained: bool | None = None
+        self, msg: ChattoMessage, projection_id: str | None = None, *, thin: bool = False, context: str | None = None
     ) -> None:
-        """Ingress for one new message, then build the source/event and hand it to the host."""
-        if retained is None:
-            retained = self._rooms.is_retained(msg.room_id)
-        self._observe(msg, retained)
-        d = await self._decide(msg, projection_id)
+        """Ingress for one new message, then build the source/event and hand it to the host.
+        ``thin``: ``msg`` is what a realtime event carried (read in full only if it
+        dispatches). ``context``: reference text for a DM turn (gap recovery's earlier
+        messages)."""
+        self._observe(msg)
+        if msg.author_id and msg.author_id == self._conn.bot_user_id:
+            return
+        room = await self._rooms.fetch(msg.room_id)
+        d = await self._decide(msg, room)
+        if d.dispatch:
+            msg, d = await self._author(msg, d, room)
+        if d.dispatch and thin:
+            full = await self._read_full(msg)
+            why = "unreadable" if full is None else skip_reason(full)
+            if full is None or why is not None:
+                d = IngressDecision(False, why or "unreadable", chat_id=msg.room_id, message_id=msg.event_id)
+            else:
+                msg = full
+                d = dataclasses.replace(d, text=msg.body or "")
         if not d.dispatch:
             self._conn.counters["dropped"] += 1
             logger.debug("Chatto: drop %s (%s)", msg.event_id, d.reason)
@@ -281,7 +320,7 @@ class Inbound:
             key = self._host.session_key_for(source)
             self._turns.remember_trigger(msg.event_id, key)
             if compat.is_sender_authorized(self._host, d.user_id, d.chat_type, d.chat_id) is not False:
-                start = await self._turns.start_turn(key, msg, retained)
+                start = await self._turns.start_turn(key, msg, True)
                 if start.duplicate:  # an earlier block of this session carried it already
                     self._conn.counters["dropped"] += 1
                     self._conn.counters["dropped_already_delivered"] += 1
@@ -295,7 +334,7 @@ class Inbound:
             raw_message=msg,
             message_id=d.message_id,
             reply_to_message_id=msg.in_reply_to or None,
-            channel_context=block,
+            channel_context=block if block is not None else context,
             timestamp=_timestamp(msg),
             user_id=d.user_id,
             user_name=d.user_name,

@@ -1,7 +1,6 @@
 """Lifecycle: connect, disconnect, and a realtime session that stops on its own.
 
-``connect()``: GetViewer (bot id/login) → ListRooms (retained set ≤ 64, configured
-``retained_rooms`` first) → start the realtime session as a task **in the current context**
+``connect()``: GetViewer (bot id/login) → ListRooms (the room directory) → start the realtime session as a task **in the current context**
 (so the profile scope's contextvars are inherited) → wait for ``caught_up`` (≤
 :data:`CONNECT_CAUGHT_UP_TIMEOUT_S`) → ``_mark_connected()``. Returns False after
 ``_set_fatal_error`` on a bad key (not retryable), a protocol-1 server (not retryable) or an
@@ -133,19 +132,13 @@ class Lifecycle:
         if conn.frontier is None:
             conn.frontier = make_frontier(conn)
         else:  # a reconnect: keep the per-session state, but realtime did not watch the gap
-            self._gap.realtime_gap(None)
+            self._gap.realtime_gap()
         if not await self._start_realtime():
             await self.close_transport()
             return False
         compat.mark_connected(self._host)
         self._rescue.start()
-        logger.info(
-            "Chatto: connected as @%s (%s), %d rooms, %d retained",
-            conn.bot_login,
-            conn.bot_user_id,
-            len(self._rooms.rooms),
-            len(self._rooms.retained),
-        )
+        logger.info("Chatto: connected as @%s (%s), %d rooms", conn.bot_login, conn.bot_user_id, len(self._rooms.rooms))
         return True
 
     def _claim_bot(self) -> bool:
@@ -187,9 +180,6 @@ class Lifecycle:
             self._fatal("chatto_unreachable", f"Chatto connect failed: {type(e).__name__}: {e}", retryable=True)
             return False
         self._rooms.reset(rooms)
-        # A (re)connect starts a new socket: only resets inside a running socket recover
-        # unseen roots (see GapRecovery).
-        self._gap.new_socket()
         return True
 
     async def _start_realtime(self) -> bool:

@@ -27,9 +27,6 @@ if TYPE_CHECKING:
 #: cli/internal/core/errors.go, compared with Go ``len(body)``). Not characters.
 MAX_BODY_BYTES = 10_000
 
-#: Hard cap on retained rooms per realtime socket (``realtimeMaxRetainedRooms``, enforced on both sides).
-MAX_RETAINED_ROOMS = 64
-
 ROOM_KIND_CHANNEL = "channel"
 ROOM_KIND_DM = "dm"
 
@@ -171,6 +168,10 @@ class ChattoMessage:
     author: ChattoUser | None = None
     #: Full attachment metadata, same order as ``attachment_names``.
     attachments: tuple[ChattoAttachment, ...] = ()
+    #: Whether the server said a mention in it includes the bot (protocol-4
+    #: ``MessagePostedEvent.mentions[].includes_viewer``); ``None`` when not known (a message
+    #: read with ConnectRPC): ingress then looks for ``@login`` in the body.
+    mentions_viewer: bool | None = None
 
     @property
     def is_reply(self) -> bool:
