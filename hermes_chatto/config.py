@@ -384,7 +384,7 @@ class ChattoSettings(BaseSettings):
         "",
         URL_ENV,
         KIND_URL,
-        "Base URL of the Chatto server (≥ 0.5.0), http(s), no /api path; a deployment path prefix is kept.",
+        "Base URL of the Chatto server (≥ 0.5.0-beta.10), http(s), no /api path; a deployment path prefix is kept.",
     )
     bot_key: SecretStr | None = _f(
         None,
@@ -461,6 +461,15 @@ class ChattoSettings(BaseSettings):
     )
     thread_context_max_bytes: int = _f(
         8000, "CHATTO_THREAD_CONTEXT_MAX_BYTES", KIND_INT, "Max UTF-8 bytes of that context block.", ge=0, le=1_000_000
+    )
+    recovery_horizon_s: int = _f(
+        7 * 24 * 3600,
+        "CHATTO_RECOVERY_HORIZON_S",
+        KIND_INT,
+        "After downtime longer than Chatto's resume window (15 min), answer what was missed up to this many "
+        "seconds back (0 = answer nothing missed).",
+        ge=0,
+        le=90 * 24 * 3600,
     )
     wire_log_level: str = _f(
         "WARNING",

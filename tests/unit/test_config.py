@@ -35,7 +35,7 @@ EXPECTED_NAMES = {
     "allow_bots": ("CHATTO_ALLOW_BOTS", "allow_bots"),
     "thread_context_window": ("CHATTO_THREAD_CONTEXT_WINDOW", "thread_context_window"),
     "thread_context_max_bytes": ("CHATTO_THREAD_CONTEXT_MAX_BYTES", "thread_context_max_bytes"),
-    "retained_rooms": ("CHATTO_RETAINED_ROOMS", "retained_rooms"),
+    "recovery_horizon_s": ("CHATTO_RECOVERY_HORIZON_S", "recovery_horizon_s"),
     "wire_log_level": ("CHATTO_WIRE_LOG_LEVEL", "wire_log_level"),
     "attachment_max_bytes": ("CHATTO_ATTACHMENT_MAX_BYTES", "attachment_max_bytes"),
     "attachment_total_bytes": ("CHATTO_ATTACHMENT_TOTAL_BYTES", "attachment_total_bytes"),
@@ -62,7 +62,7 @@ KIND_SAMPLES = {
     "allow_bots": [("Mentions", "mentions", "mentions"), ("ALL", "all", "all"), ("off", "none", "none")],
     "thread_context_window": [("30", 30, 30), ("0", 0, 0)],
     "thread_context_max_bytes": [("16_000", 16000, 16000)],
-    "retained_rooms": [("R1,R2", ["R1", "R2"], ["R1", "R2"])],
+    "recovery_horizon_s": [("3600", 3600, 3600), ("0", 0, 0)],
     "wire_log_level": [("debug", "DEBUG", "DEBUG"), ("warn", "WARNING", "WARNING")],
 }
 
@@ -295,7 +295,7 @@ def test_other_kind_errors_name_the_setting(home):
         "allow_bots": "some",
         "wire_log_level": "LOUD",
         "thread_context_max_bytes": -1,
-        "retained_rooms": ",".join(f"R{i}" for i in range(65)),
+        "recovery_horizon_s": -1,
     }
     for attr, raw in cases.items():
         env, yaml_key = EXPECTED_NAMES[attr]
@@ -328,7 +328,7 @@ def test_room_refs_resolve_by_id_or_name_and_unknown_names_the_setting():
         resolve_room_refs("free_response_rooms", ["general", "nope"], rooms)
     assert "nope" in str(ei.value) and "CHATTO_FREE_RESPONSE_ROOMS" in str(ei.value)
     assert "platforms.chatto.extra.free_response_rooms" in str(ei.value)
-    assert resolve_room_refs("retained_rooms", ["nope", "R1"], rooms, strict=False) == ["R1"]
+    assert resolve_room_refs("free_response_rooms", ["nope", "R1"], rooms, strict=False) == ["R1"]
 
 
 # ------------------------------------------------------------------------------ cache and scopes

@@ -15,7 +15,6 @@ from hermes_chatto.ingress import (
     route,
     skip_reason,
     strip_code_and_quotes,
-    unstreamed_root_needs_read,
 )
 from hermes_chatto.wire.types import ChattoMessage, ChattoUser
 
@@ -173,13 +172,14 @@ def test_decide_edit_only_in_flight_trigger():
     assert decide_edit(msg("E1", body=" "), BOT, inflight).reason == "no_body"
 
 
-def test_an_announced_root_is_read_only_where_it_may_be_for_the_bot_without_a_mention():
-    """Bench P8 pitfall: reading every root Chatto announces in the rooms the socket does not
-    stream cost one GetMessage per message and put the bot behind the stream. In a channel that
-    needs a mention, the mention comes as a notification instead."""
-    need = unstreamed_root_needs_read
-    assert need("dm", free_response=False, require_mention=True)
-    assert need("", free_response=False, require_mention=True)  # unknown room: read it
-    assert need("channel", free_response=True, require_mention=True)
-    assert need("channel", free_response=False, require_mention=False)
-    assert not need("channel", free_response=False, require_mention=True)
+
+
+
+def test_the_servers_mention_list_decides_when_the_message_came_with_one():
+    """Protocol 4: ``MessagePostedEvent.mentions[].includes_viewer`` is the server's own mention
+    parse. When present it decides (a plain-text "@helper_bot" inside code is no mention, a
+    role mention that includes the bot is); without it (a message read with ConnectRPC) the
+    body is parsed."""
+    assert decide(msg(body="see `@helper_bot`", mentions_viewer=False), CHAN, SeenSet()).reason == "not_addressed"
+    assert decide(msg(body="@ops please", mentions_viewer=True), CHAN, SeenSet()).reason == "dispatch_mention"
+    assert decide(msg(body="@helper_bot hi"), CHAN, SeenSet()).reason == "dispatch_mention"
