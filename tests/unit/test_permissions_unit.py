@@ -68,19 +68,87 @@ def test_watch_warns_once_when_a_permission_goes_missing():
 
 def test_directory_warns_at_connect_and_on_viewer_state_change(caplog):
     settings = SimpleNamespace(retained_rooms=[], free_response_rooms=[], ack_reaction="eyes", done_reaction="")
-    d = RoomDirectory(Conn(settings))
+    update = ChattoRoom(
+        id="R1", kind="channel", name="general", is_member=True, permissions={**ALL, "message.react": False}
+    )
+
+    class Rooms:
+        async def get_room(self, room_id):
+            return update
+
+    d = RoomDirectory(Conn(settings, client=Rooms()))
     with caplog.at_level(logging.WARNING):
         d.reset([_room(), _room("R2", "ops", **{"message.post-in-thread": False}), _room("D1", "", "dm")])
     lines = [r.getMessage() for r in caplog.records if "the bot lacks" in r.getMessage()]
     assert len(lines) == 1 and "#ops (R2)" in lines[0]
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        update = ChattoRoom(id="R1", is_member=True, permissions={**ALL, "message.react": False})
-        asyncio.run(d.updated(update, True))
-        asyncio.run(d.updated(update, True))
+        for _ in range(2):  # a room event, then the re-read: warned once
+            d.changed("R1")
+            asyncio.run(d.fetch("R1"))
         d.reset(list(d.rooms.values()))  # a reconnect: nothing new
     lines = [r.getMessage() for r in caplog.records if "the bot lacks" in r.getMessage()]
     assert len(lines) == 1 and "#general (R1)" in lines[0] and "message.react" in lines[0]
+
+
+def test_read_access_levels_and_what_each_means_for_a_user():
+    assert P.read_access(_room()) == P.UNKNOWN  # no read row at all: not judged
+    assert P.read_access(_room(**{"message.read": True})) == P.FULL
+    assert P.read_access(_room(**{"message.read": False, "message.read-interactions": True})) == P.INTERACTIONS
+    assert P.read_access(_room(**{"message.read-interactions": True})) == P.INTERACTIONS
+    assert P.read_access(_room(**{"message.read": False})) == P.NONE
+    # a row the server did not send is derived from its includer
+    assert P.has({"message.read": True}, "message.read-interactions")
+    assert not P.has({"message.read": True, "message.read-interactions": False}, "message.read-interactions")
+    partial = _room(**{"message.read": False, "message.read-interactions": True})
+    assert P.missing_permissions(partial) == ("message.read",)
+    line = P.missing_warning(partial, P.missing_permissions(partial))
+    assert "only message.read-interactions" in line and "free-response" in line and "root-level chatter" in line
+    (problem,) = P.room_problems(partial)
+    assert not problem.fatal
+    blind = _room(**{"message.read": False})
+    (problem,) = P.room_problems(blind)
+    assert problem.fatal and "hears nothing" in problem.consequence
+
+
+def test_post_access_levels_interactions_threads_and_dms():
+    base = {"message.post": False, "message.post-in-thread": False}
+    inter = _room(**base, **{"message.post-in-interactions": True})
+    assert P.post_access(inter) == P.INTERACTIONS
+    (problem,) = P.room_problems(inter)
+    assert problem.permission == "message.post" and not problem.fatal
+    assert "no messages at the channel root" in problem.consequence and "DMs it received" in problem.consequence
+    # in a DM the bot received, post-in-interactions is enough
+    dm = _room("D1", "", "dm", **base, **{"message.post-in-interactions": True})
+    assert P.post_access(dm) == P.INTERACTIONS and P.missing_permissions(dm) == ()
+    nothing = _room(**base)
+    assert P.post_access(nothing) == P.NONE
+    assert [(p.permission, p.fatal) for p in P.room_problems(nothing)] == [("message.post", True)]
+    threads_only = _room(**{"message.post": False})
+    (problem,) = P.room_problems(threads_only)
+    assert problem.permission == "message.post" and "only in threads" in problem.consequence and not problem.fatal
+    dm_none = _room("D2", "", "dm", **{"message.post": False})
+    line = P.missing_warning(dm_none, P.missing_permissions(dm_none))
+    assert "cannot answer in this DM" in line and "Direct messages scope" in line
+    # post granted: thread and post-in-interactions follow unless the server denies a row
+    assert P.post_access(_room(**{"message.post-in-interactions": False})) == P.FULL
+    attach = P.missing_permissions(_room(**{"message.attach": False}), attach=True)
+    assert attach == ("message.attach",)
+
+
+def test_watch_warns_again_when_interactions_only_becomes_nothing():
+    w = P.PermissionWatch()
+    assert "read-interactions" in (w.check(_room(**{"message.read": False, "message.read-interactions": True})) or "")
+    assert "hears nothing" in (w.check(_room(**{"message.read": False, "message.read-interactions": False})) or "")
+
+
+def test_refusal_text_names_the_new_permissions():
+    for name in ("message.post-in-interactions", "message.read-interactions", "message.read", "message.attach"):
+        assert P.refused_permission(f"permission denied: {name} required", in_thread=False) == name
+    assert P.refused_permission("denied (message.post)", in_thread=True) == "message.post"
+    dm = _room("D1", "", "dm")
+    assert "Direct messages scope" in P.refusal_warning(dm, P.PERM_POST)
+    assert "Direct messages" not in P.refusal_warning(_room(), P.PERM_POST)
 
 
 class Client:
