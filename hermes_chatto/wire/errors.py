@@ -2,8 +2,9 @@
 
 Unary errors are mapped from the Connect ``code`` in the JSON error body
 (``{"code": "...", "message": "..."}``, the Connect unary wire format), never from the HTTP
-status. Realtime errors/closes use the ``code`` strings of proto ``RealtimeError`` /
-``RealtimeClose`` (Chatto's cli/internal/http_server/realtime.go).
+status. Realtime closes carry the lowercased ``RealtimeCloseCode`` name of proto
+``RealtimeClose`` (protocol 4, Chatto's cli/internal/http_server/realtime.go), e.g.
+``"authentication_required"``.
 
 Attributes every error carries:
 
@@ -110,14 +111,16 @@ class ChattoNotAServerError(ChattoError):
 
 
 class ChattoProtocolError(ChattoError):
-    """The realtime server does not speak protocol 2 (``unsupported_protocol``): Chatto
-    0.4.x speaks protocol 1; bot accounts need Chatto ≥ 0.5.0."""
+    """The realtime server does not speak protocol 4 (``unsupported_protocol``): it closed with
+    ``UNSUPPORTED_PROTOCOL``, or its frames are another protocol's (Chatto 0.4.x speaks
+    protocol 1, 0.5.0-alpha.1 … alpha.5 protocol 2). Chatto 0.5.0-beta.10 … beta.20 speak 4.
+    The message is one line."""
 
     code = "unsupported_protocol"
 
 
 class ChattoRealtimeFatal(ChattoError):
-    """A fatal realtime error/close that is neither a credential nor a protocol problem
-    and that reconnecting cannot fix (e.g. ``bad_hello``, ``bad_subscribe``)."""
+    """A realtime close without reconnect that is neither a credential nor a protocol problem
+    and that reconnecting cannot fix (``invalid_request``, ``session_terminated``)."""
 
     code = "realtime_fatal"

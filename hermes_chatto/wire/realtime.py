@@ -1,32 +1,35 @@
-"""Realtime protocol 2 client session over WebSockets (``websockets`` asyncio client).
+"""Realtime protocol 4 client session over WebSockets (``websockets`` asyncio client).
 
-``GET {ws|wss}://host/api/realtime`` → ``hello{2, bearer}`` → server ``hello`` →
-``subscribe_events{resume_cursor?, retained_room_ids ≤ 64}`` → ``subscribed`` → catch-up
-projection events → ``caught_up`` → live stream (Chatto's cli/internal/http_server/realtime.go).
+``GET {ws|wss}://host/api/realtime`` → the client sends one ``RealtimeSubscribe{4, bearer,
+resume_cursor?, initial_state}`` and nothing else → the server sends (at most one
+``snapshot``, replayed ``event`` frames when resuming) ``caught_up{cursor, recovery}``, then
+live ``event`` / ``heartbeat`` (every 15 s) / ``close`` frames (Chatto 0.5.0-beta.10 …
+beta.20, cli/internal/http_server/realtime.go; docs/chatto-0.5.md).
 
 What this module guarantees:
 
 * binary frames only, no ``Origin`` header, raised ``max_size`` (server frames are not
-  bounded; only client frames are, to 64 KiB);
-* stall detection after ``caught_up`` (no frame for ``stall_timeout`` seconds → reconnect,
-  as Chatto's own client does; heartbeats come every 15 s), client ``ping``/``pong``;
-* every ``RealtimeError`` / ``RealtimeClose`` code handled by its meaning: credential problems
-  raise :class:`~hermes_chatto.wire.errors.ChattoCredentialError` and stop (no reconnect
-  storm), a protocol-1 server raises :class:`~hermes_chatto.wire.errors.ChattoProtocolError`,
-  client bugs (``bad_hello``/``bad_subscribe``/``bad_frame``) raise
-  :class:`~hermes_chatto.wire.errors.ChattoRealtimeFatal`, everything else reconnects with
-  backoff + jitter (the first retry immediate, then ``reconnect_delay`` doubling up to
-  ``max_reconnect_delay``, or the server's ``retry_after_ms``);
-* ``hydrate_room`` frames are paced to the server's admission (burst 20, then 1 per
-  second: :class:`HydrationPacer`) and sent only once the stream is live; a retryable
-  refusal is queued again after its ``retry_after_ms``; a room the bot lost
-  (:meth:`RealtimeSession.release_room`) frees its slot at a resubscribe;
-* ``projection_reset_required`` (any RBAC fact closes every socket) drops the resume cursor:
-  the resume would be a reset anyway, and a cursorless catch-up is admitted more often;
-* malformed / truncated / unknown frames are logged, counted and skipped;
-* the resume cursor advances only after ``on_event`` returned for **every** event of the
-  frame that carried it; it is exposed as :attr:`RealtimeSession.resume_cursor` and handed
-  to ``on_cursor`` for persistence.
+  bounded; only client frames are, to 64 KiB), no library keepalive ping;
+* frames reach ``on_event`` in order, one at a time, one typed event per frame
+  (:func:`~hermes_chatto.wire.frames.event_of`); the snapshot is held until ``caught_up``
+  (a socket that closes before ``caught_up`` discards it) and delivered right before it;
+* the resume cursor advances only after the handler of the event that carried it returned
+  without raising (``caught_up.cursor`` after its handlers; a heartbeat's cursor once live,
+  since every earlier frame has been handled); it is exposed as
+  :attr:`RealtimeSession.resume_cursor` and handed to ``on_cursor`` for persistence;
+* stall detection after ``caught_up`` (no frame for ``stall_timeout`` seconds → reconnect;
+  the server sends a heartbeat every 15 s);
+* every ``RealtimeClose`` handled as the server asks: ``reconnect=true`` reconnects after
+  ``retry_after`` (else backoff + jitter, the first retry immediate); ``RESYNC_REQUIRED``
+  drops the cursor and reconnects with a snapshot; ``AUTHENTICATION_REQUIRED`` without
+  reconnect raises :class:`~hermes_chatto.wire.errors.ChattoCredentialError` (no reconnect
+  storm); ``UNSUPPORTED_PROTOCOL`` raises :class:`~hermes_chatto.wire.errors.ChattoProtocolError`;
+  ``INVALID_REQUEST`` and every other close without reconnect raise
+  :class:`~hermes_chatto.wire.errors.ChattoRealtimeFatal`;
+* a server that does not speak protocol 4 (its first frames do not decode as protocol-4
+  frames: a protocol-2 server answers the subscribe with its own ``error{bad_hello}``) raises
+  :class:`~hermes_chatto.wire.errors.ChattoProtocolError` with one line naming the versions;
+* malformed frames after ``caught_up`` are logged, counted and skipped.
 
 The bot key is never logged, never put in an exception message and never in a repr.
 """
@@ -34,13 +37,11 @@ The bot key is never logged, never put in an exception message and never in a re
 from __future__ import annotations
 
 import asyncio
-import collections
 import inspect
 import logging
 import random
-import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -49,21 +50,22 @@ import websockets.asyncio.client
 
 from ..counters import Counters
 from ..logs import get_logger
-from .errors import ChattoCredentialError, ChattoProtocolError, ChattoRealtimeFatal, ChattoTransientError
-from .events import CaughtUp, CursorAdvanced, RealtimeEvent
+from .errors import ChattoCredentialError, ChattoProtocolError, ChattoRealtimeFatal
+from .events import Ignored, RealtimeEvent, Snapshot, Typing
 from .frames import (
-    MAX_ROOM_ID_BYTES,
     PROTOCOL_VERSION,
-    Classifier,
     FrameDecodeError,
-    decode_server_frame_lean,
-    encode_hello,
-    encode_hydrate_room,
-    encode_ping,
+    InitialState,
+    caught_up_of,
+    decode_server_frame,
     encode_subscribe,
+    event_of,
+    legacy_frame_hint,
+    plausible_before_caught_up,
+    snapshot_of,
 )
 from .proto import chatto_pb2 as pb
-from .types import MAX_RETAINED_ROOMS, BotToken, secret_text
+from .types import BotToken
 
 __all__ = [
     "RealtimeSession",
@@ -71,45 +73,66 @@ __all__ = [
     "SocketFactory",
     "default_connect",
     "realtime_url",
-    "PROTOCOL_1_MESSAGE",
+    "protocol_message",
+    "backoff_delay",
     "DEFAULT_MAX_SIZE",
+    "DEFAULT_STALL_TIMEOUT",
+    "WS_LOGGER",
 ]
 
 log = get_logger("hermes_chatto.wire.realtime")
 
-#: Default WebSocket ``max_size`` (bytes): 64 MiB. ``websockets`` defaults to 1 MiB, and a
-#: ``room_timeline_replace`` of 50 messages can be several hundred KB (server frames are unbounded).
+#: Default WebSocket ``max_size`` (bytes): 64 MiB. ``websockets`` defaults to 1 MiB; a
+#: snapshot of a large server (every room with its member ids, the user directory) is bigger.
 DEFAULT_MAX_SIZE = 64 * 1024 * 1024
 
-PROTOCOL_1_MESSAGE = (
-    "The Chatto server rejected realtime protocol 2 (unsupported_protocol): it speaks realtime "
-    "protocol 1 (Chatto 0.4.x). Bot accounts and this adapter need Chatto >= 0.5.0; upgrade the server."
-)
+#: The server's heartbeat interval (seconds): ``MyEventsHeartbeatInterval`` = 15 s.
+HEARTBEAT_INTERVAL = 15.0
+
+#: Default ``stall_timeout`` (seconds): three heartbeat intervals. One late heartbeat (the
+#: server's write timeout is 10 s per frame) or one lost in a slow proxy does not end a
+#: healthy socket; a dead one is found within 45 s.
+DEFAULT_STALL_TIMEOUT = 3 * HEARTBEAT_INTERVAL
+
+_SUPPORTED = "Chatto 0.5.0-beta.10 … beta.20 speak it"
 
 _CREDENTIAL_MESSAGE = (
-    "Chatto rejected the bot key on the realtime socket (authentication_required): the key is "
-    "wrong, rotated or deleted, or the bot's owner account was deleted (a bot key works only while "
+    "Chatto rejected the bot key on the realtime socket (AUTHENTICATION_REQUIRED): the key is "
+    "wrong, revoked or deleted, or the bot's owner account was deleted (a bot key works only while "
     "its human owner exists). Create a new key for the bot (reassign the bot to an active owner "
     "first if its owner is gone) and update the configuration."
 )
 
-_CLIENT_BUG_CODES = frozenset({"bad_hello", "bad_subscribe", "bad_frame"})
-_DROP_CURSOR_CODES = frozenset({"invalid_cursor", "cursor_expired", "replay_limit_exceeded"})
-#: Closes of a live stream that ask for a reconnect now and are no failure of the client
-#: (``projection_reset_required``: any RBAC fact anywhere closes every socket). Admission
-#: bounds how often these reconnects are served (``catch_up_rate_limited`` + retry_after).
-_ORDERLY_CLOSES = frozenset({"projection_reset_required"})
-_ADMISSION_CLOSES = frozenset({"catch_up_in_progress", "catch_up_rate_limited", "catch_up_server_busy"})
-_RETRY_HYDRATE_CODES = frozenset(
-    {"room_hydration_in_progress", "room_hydration_rate_limited", "room_hydration_server_busy"}
-)
-_MAX_HYDRATE_RETRIES = 8
+_CLOSE_NAMES: dict[int, str] = {
+    pb.REALTIME_CLOSE_CODE_INVALID_REQUEST: "INVALID_REQUEST",
+    pb.REALTIME_CLOSE_CODE_UNSUPPORTED_PROTOCOL: "UNSUPPORTED_PROTOCOL",
+    pb.REALTIME_CLOSE_CODE_TEMPORARILY_UNAVAILABLE: "TEMPORARILY_UNAVAILABLE",
+    pb.REALTIME_CLOSE_CODE_AUTHENTICATION_REQUIRED: "AUTHENTICATION_REQUIRED",
+    pb.REALTIME_CLOSE_CODE_SESSION_RENEWAL_REQUIRED: "SESSION_RENEWAL_REQUIRED",
+    pb.REALTIME_CLOSE_CODE_RESYNC_REQUIRED: "RESYNC_REQUIRED",
+    pb.REALTIME_CLOSE_CODE_SESSION_TERMINATED: "SESSION_TERMINATED",
+    pb.REALTIME_CLOSE_CODE_PRIVILEGED_MODE_EXPIRED: "PRIVILEGED_MODE_EXPIRED",
+}
+
+#: Closes of a live stream that ask for a reconnect now and are no failure of the client: the
+#: next reconnect is immediate (``RESYNC_REQUIRED``: any RBAC fact closes every socket).
+_ORDERLY_CLOSES = frozenset({"RESYNC_REQUIRED", "SESSION_RENEWAL_REQUIRED", "PRIVILEGED_MODE_EXPIRED"})
+
+
+def protocol_message(server: str) -> str:
+    """The one-line :class:`ChattoProtocolError` message. ``server`` says what the server
+    does instead (e.g. ``"it answered with a protocol 2 (error bad_hello) frame"``)."""
+    return (
+        f"The Chatto server does not speak realtime protocol 4 ({server}): this plugin speaks realtime "
+        f"protocol {PROTOCOL_VERSION}, and {_SUPPORTED} (0.4.x speaks protocol 1, 0.5.0-alpha.1 … alpha.5 "
+        "protocol 2); run one of those Chatto releases."
+    )
 
 
 def realtime_url(base_url: str) -> str:
     """``http(s)://host[:port][/prefix]`` → ``ws(s)://host[:port][/prefix]/api/realtime``
-    (same host and port as HTTP). ``ws``/``wss`` base URLs are accepted as they are. Raises ``ValueError`` for
-    another scheme."""
+    (same host and port as HTTP). ``ws``/``wss`` base URLs are accepted as they are. Raises
+    ``ValueError`` for another scheme."""
     parts = urlsplit(base_url.strip())
     scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme.lower())
     if scheme is None or not parts.netloc:
@@ -122,7 +145,7 @@ def realtime_url(base_url: str) -> str:
 
 class _NoFrameDebugLogger(logging.LoggerAdapter[logging.Logger]):
     """Logger handed to ``websockets``: it never enables DEBUG, because websockets logs every
-    frame's bytes at DEBUG and the realtime ``hello`` frame carries the bot key."""
+    frame's bytes at DEBUG and the ``RealtimeSubscribe`` frame carries the bot key."""
 
     def isEnabledFor(self, level: int) -> bool:  # noqa: N802 (logging API name)
         return level > logging.DEBUG and self.logger.isEnabledFor(level)
@@ -170,11 +193,10 @@ def default_connect(
     Await the result for the open connection.
 
     No keepalive (``ping_interval=None``): a dead connection is found by the protocol's own
-    heartbeats (:class:`RealtimeSession` ``stall_timeout``, as Chatto's web client does).
-    The library's ping waits for a pong that queues behind every frame not yet read; a bot
-    busy for 20 s (a burst of turns) closed its own healthy socket with 1011 and then lost
-    the replay's gap (bench P8: "socket closed without a close frame"). A socket the bot
-    reads too slowly is the server's to drop (``stream_closed``), and the session resumes."""
+    heartbeats (:class:`RealtimeSession` ``stall_timeout``). The library's ping waits for a
+    pong that queues behind every frame not yet read; a bot busy for 20 s would close its own
+    healthy socket. A socket the bot reads too slowly is the server's to drop (its per-stream
+    queue of 256 events), and the session resumes."""
     return websockets.asyncio.client.connect(
         url,
         max_size=max_size,
@@ -208,37 +230,16 @@ def _closed_reason(exc: websockets.ConnectionClosed) -> str:
     return f"socket closed ({rcvd.code} {reason})" if reason else f"socket closed ({rcvd.code})"
 
 
-def _raise_credential_or_protocol(code: str) -> None:
-    """Raise for the two codes that end the session whether sent as error or close."""
-    if code == "authentication_required":
-        raise ChattoCredentialError(_CREDENTIAL_MESSAGE, code="authentication_required")
-    if code == "unsupported_protocol":
-        raise ChattoProtocolError(PROTOCOL_1_MESSAGE, code="unsupported_protocol")
+def _one_line(text: str, limit: int = 200) -> str:
+    return " ".join(text.split())[:limit]
 
 
-def _close_outcome(close: pb.RealtimeClose) -> _Reconnect:
-    """``RealtimeClose`` (``code``, ``reconnect``, ``retry_after_ms``): raises :class:`ChattoCredentialError` /
-    :class:`ChattoProtocolError`, or :class:`ChattoRealtimeFatal` for a close without
-    ``reconnect``; otherwise the reconnect to do (``retry_after_ms`` as seconds)."""
-    code = close.code
-    _raise_credential_or_protocol(code)
-    if not close.reconnect:
-        raise ChattoRealtimeFatal(
-            f"Chatto closed the realtime stream without reconnect ({code}): {close.message}",
-            code=code or "realtime_fatal",
-        )
-    retry = close.retry_after_ms / 1000.0 if close.retry_after_ms else None
-    if code in _ADMISSION_CLOSES:
-        # realtime_catchup.go: the server paces catch-ups (3 stale-cursor resumes per 20 s, 20
-        # cursorless at 1/s, one at a time per user); the bot hears nothing until admitted
-        log.warning(
-            "chatto realtime: the server did not admit the catch-up (%s); reconnecting in %.1f s as it asked",
-            code,
-            retry or 0.0,
-        )
-    else:
-        log.info("chatto realtime: server closed the stream (%s), reconnect allowed", code)
-    return _Reconnect(code or "close", retry)
+def _retry_after(close: pb.RealtimeClose) -> float | None:
+    """``RealtimeClose.retry_after`` (``google.protobuf.Duration``) in seconds, ``None`` when unset or 0."""
+    if not close.HasField("retry_after"):
+        return None
+    seconds = close.retry_after.seconds + close.retry_after.nanos / 1e9
+    return seconds if seconds > 0 else None
 
 
 async def _recv_within(ws: RealtimeSocket, timeout: float) -> bytes | str | None:
@@ -247,249 +248,6 @@ async def _recv_within(ws: RealtimeSocket, timeout: float) -> bytes | str | None
         return await asyncio.wait_for(ws.recv(), timeout)
     except TimeoutError:
         return None
-
-
-def _valid_room_id(room_id: object) -> bool:
-    return isinstance(room_id, str) and bool(room_id) and len(room_id.encode("utf-8")) <= MAX_ROOM_ID_BYTES
-
-
-async def _no_send(room_id: str) -> None:  # until the session binds its socket
-    return None
-
-
-class HydrationPacer:
-    """The client's copy of the server's per-user hydration bucket (Chatto's
-    cli/internal/http_server/realtime_catchup.go: burst ``realtimeHydrationRateBurst`` = 20,
-    then one ``hydrate_room`` per ``realtimeHydrationRefillInterval`` = 1 s), so hydrations
-    are sent at the rate the server admits instead of being refused and retried.
-
-    The default ``interval`` is 5 % longer than the server's, so that jitter in delivery
-    does not make a hydration arrive before the server's bucket refilled.
-    ``clock`` returns seconds (monotonic). :meth:`wait` is the seconds until the next
-    hydration may go (0 = now); :meth:`take` spends one; :meth:`pause` obeys a refusal's
-    ``retry_after`` (seconds) and, for ``room_hydration_rate_limited``, empties the bucket
-    (the server's is empty: another socket or process of the bot spent it)."""
-
-    __slots__ = ("burst", "interval", "tokens", "_at", "_not_before", "_clock")
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic, burst: int = 20, interval: float = 1.05) -> None:
-        self.burst = burst
-        self.interval = interval
-        self.tokens = float(burst)
-        self._clock = clock
-        self._at = clock()
-        self._not_before = 0.0
-
-    def _refill(self, now: float) -> None:
-        if now > self._at:
-            self.tokens = min(float(self.burst), self.tokens + (now - self._at) / self.interval)
-            self._at = now
-
-    def wait(self) -> float:
-        now = self._clock()
-        self._refill(now)
-        if now < self._not_before:
-            return self._not_before - now
-        return 0.0 if self.tokens >= 1 else (1 - self.tokens) * self.interval
-
-    def take(self) -> None:
-        self._refill(self._clock())
-        self.tokens -= 1
-
-    def pause(self, seconds: float, *, empty: bool) -> None:
-        now = self._clock()
-        self._refill(now)
-        if empty:
-            self.tokens = min(self.tokens, 0.0)
-        self._not_before = max(self._not_before, now + max(0.0, seconds))
-
-
-class _RoomRetention:
-    """Which rooms the session retains (at most 64 per socket; the set lives only in the connection).
-
-    ``hydrated``: rooms added by ``hydrate_room`` (an ordered set; asked for at every
-    (re)subscribe until forgotten). ``on_socket``: rooms the server retains on the current
-    socket (it never un-retains one: a room the bot lost still takes its slot until the next
-    subscribe). ``queue``: hydrations to send on this socket, paced by ``pacer``.
-    ``released``: rooms on the socket that are no longer wanted. ``attempts``: resends per
-    room after a retryable refusal.
-    """
-
-    __slots__ = (
-        "hydrated",
-        "on_socket",
-        "queue",
-        "released",
-        "attempts",
-        "pacer",
-        "_stats",
-        "_send",
-        "_live",
-        "_resubscribe",
-        "_spawn",
-        "_pumping",
-    )
-
-    def __init__(self, stats: Counters, pacer: HydrationPacer) -> None:
-        self.hydrated: dict[str, None] = {}
-        self.on_socket: set[str] = set()
-        self.queue: collections.deque[str] = collections.deque()
-        self.released: set[str] = set()
-        self.attempts: dict[str, int] = {}
-        self.pacer = pacer
-        self._stats = stats
-        self._pumping = False
-        self.bind(_no_send, lambda: False, lambda: None, lambda aw: None)
-
-    def add(self, room_id: str, *, connected: bool) -> bool:
-        """``RealtimeSession.hydrate_room``: remember the room; queue ``hydrate_room`` when
-        ``connected``. False (counted ``hydrate_refused``) for a bad id or at the cap."""
-        if not _valid_room_id(room_id):
-            self._stats["hydrate_refused"] += 1
-            return False
-        if room_id in self.released:  # wanted again: the server still retains it
-            self.released.discard(room_id)
-            self.hydrated[room_id] = None
-            return True
-        if room_id in self.on_socket or room_id in self.hydrated:
-            return True
-        if len((self.on_socket - self.released) | set(self.hydrated)) >= MAX_RETAINED_ROOMS:
-            self._stats["hydrate_refused"] += 1
-            log.warning(
-                "chatto realtime: not retaining room %s: %d rooms already retained (cap)", room_id, MAX_RETAINED_ROOMS
-            )
-            return False
-        self.hydrated[room_id] = None
-        if connected:
-            self.queue.append(room_id)
-        return True
-
-    def release(self, room_id: str) -> None:
-        """The room is no longer wanted (the bot lost it): forget it; its slot on the
-        current socket stays taken until the next subscribe."""
-        self.forget(room_id)
-        if room_id in self.on_socket:
-            self.released.add(room_id)
-
-    def after_subscribed(self) -> None:
-        """Queue the rooms added by ``add`` while the subscribe was in flight."""
-        self.queue.extend(r for r in self.hydrated if r not in self.on_socket and r not in self.queue)
-
-    def new_socket(self) -> None:
-        self.on_socket.clear()
-        self.queue.clear()
-        self.released.clear()
-
-    def refused(self, code: str, room_id: str) -> bool:
-        """Handle a room-level refusal (``too_many_retained_rooms`` drops the room,
-        ``room_unavailable`` keeps it retained server-side); False for any other code."""
-        if code == "too_many_retained_rooms":
-            log.warning("chatto realtime: server refused to retain room %s (too_many_retained_rooms)", room_id)
-            self.on_socket.discard(room_id)
-            self.hydrated.pop(room_id, None)
-            return True
-        if code == "room_unavailable":
-            log.info("chatto realtime: room %s unavailable (not found / not a member / no permission)", room_id)
-            self.attempts.pop(room_id, None)
-            return True
-        return False
-
-    def forget(self, room_id: str) -> None:
-        self.hydrated.pop(room_id, None)
-        self.attempts.pop(room_id, None)
-
-    def subscribe_list(self, wanted: Iterable[object]) -> list[str]:
-        """``wanted`` then the hydrated rooms, deduplicated, invalid ids dropped, at most 64."""
-        out: dict[str, None] = {}
-        for rid in [*wanted, *self.hydrated]:
-            if not _valid_room_id(rid):
-                continue
-            assert isinstance(rid, str)
-            if rid not in out:
-                if len(out) >= MAX_RETAINED_ROOMS:
-                    log.warning(
-                        "chatto realtime: more than %d rooms to retain; extra rooms are not "
-                        "streamed (poll them instead)",
-                        MAX_RETAINED_ROOMS,
-                    )
-                    break
-                out[rid] = None
-        return list(out)
-
-    def next_attempt(self, room_id: str) -> int | None:
-        """Count one more hydrate resend for ``room_id``; ``None`` past the cap (the room
-        stays in ``hydrated``: the next subscribe retains it)."""
-        n = self.attempts.get(room_id, 0) + 1
-        if n > _MAX_HYDRATE_RETRIES:
-            log.warning(
-                "chatto realtime: giving up hydrating room %s on this socket after %d retries; "
-                "it is retained at the next (re)subscribe",
-                room_id,
-                n - 1,
-            )
-            self.attempts.pop(room_id, None)
-            return None
-        self.attempts[room_id] = n
-        return n
-
-    # -- pacing (the session hands over its socket's send, liveness and resubscribe)
-
-    def bind(
-        self,
-        send: Callable[[str], Awaitable[None]],
-        live: Callable[[], bool],
-        resubscribe: Callable[[], None],
-        spawn: Callable[[Awaitable[None]], None],
-    ) -> None:
-        self._send, self._live, self._resubscribe, self._spawn = send, live, resubscribe, spawn
-
-    def retry(self, room_id: str, delay: float, code: str) -> None:
-        """A retryable refusal (``room_hydration_in_progress`` / ``_rate_limited`` /
-        ``_server_busy``): the server did not retain the room; queue it again behind a pause
-        of ``delay`` seconds (at most ``_MAX_HYDRATE_RETRIES`` times per room)."""
-        self.on_socket.discard(room_id)
-        self.pacer.pause(delay, empty=code == "room_hydration_rate_limited")
-        if self.next_attempt(room_id) is None:
-            return
-        self._stats["hydrate_retries"] += 1
-        if room_id in self.hydrated and room_id not in self.queue:
-            self.queue.appendleft(room_id)
-        self.kick()
-
-    def kick(self) -> None:
-        """Start the pacing task when hydrations are queued and the stream is live."""
-        if not self.queue or not self._live():
-            return
-        if self._pumping:
-            return
-        self._pumping = True
-        self._spawn(self._pump())
-
-    async def _pump(self) -> None:
-        """Send the queued ``hydrate_room`` frames at the pace of :class:`HydrationPacer`."""
-        try:
-            while self.queue and self._live():
-                wait = self.pacer.wait()
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                    continue
-                rid = self.queue.popleft()
-                if rid not in self.hydrated or rid in self.on_socket:
-                    continue
-                if len(self.on_socket) >= MAX_RETAINED_ROOMS:
-                    self.queue.appendleft(rid)
-                    if self.released:
-                        self._resubscribe()
-                    return
-                self.pacer.take()
-                self.on_socket.add(rid)
-                try:
-                    await self._send(rid)
-                except Exception as exc:  # socket went away; the next subscribe includes the room
-                    log.info("chatto realtime: hydrate_room for %s not sent: %s", rid, type(exc).__name__)
-                    return
-        finally:
-            self._pumping = False
 
 
 def backoff_delay(
@@ -508,74 +266,37 @@ def backoff_delay(
     return base * rng.uniform(0.8, 1.2)
 
 
-async def _deliver_frame(
-    events: list[RealtimeEvent], on_event: Callable[[RealtimeEvent], Awaitable[None]], stats: Counters
-) -> tuple[bool, bool, str | None]:
-    """Hand one frame's events to ``on_event`` in order, each failure logged and counted.
-    Returns ``(all handled, was caught_up, the frame's cursor or None)``."""
-    cursor = None
-    ok = True
-    caught = False
-    for ev in events:
-        stats["events"] += 1
-        try:
-            await on_event(ev)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            ok = False
-            stats["handler_errors"] += 1
-            log.exception("chatto realtime: on_event failed for %s", type(ev).__name__)
-        if isinstance(ev, CursorAdvanced):
-            cursor = ev.cursor
-        elif isinstance(ev, CaughtUp):
-            cursor = ev.cursor or None
-            caught = True
-    return ok, caught, cursor
-
-
-def _decode_counted(data: bytes | str, stats: Counters) -> pb.LeanServerFrame | None:
-    """Count the frame; the decoded frame, or ``None`` (logged, counted) to skip it."""
-    stats["frames"] += 1
-    try:
-        frame = decode_server_frame_lean(data)
-    except FrameDecodeError as exc:
-        stats["decode_errors"] += 1
-        log.warning("chatto realtime: skipping undecodable frame: %s", exc)
-        return None
-    if frame.WhichOneof("frame") is None:
-        stats["unknown_frames"] += 1
-        log.info("chatto realtime: skipping frame of unknown kind")
-        return None
-    return frame
-
-
-async def _awaited(aw: Awaitable[None]) -> None:
-    await aw
-
-
 #: The names ``RealtimeSession.stats`` starts with (all 0), in documentation order.
 _STAT_NAMES = (
     "connects",
     "reconnects",
     "frames",
     "decode_errors",
-    "unknown_frames",
-    "unknown_operations",
     "events",
+    "other_events",
     "handler_errors",
-    "classify_errors",
-    "stalls",
-    "errors",
-    "closes",
+    "cursor_errors",
+    "snapshots",
     "heartbeats",
-    "pongs",
-    "hydrate_sent",
-    "hydrate_retries",
-    "hydrate_refused",
+    "closes",
+    "stalls",
     "cursor_drops",
-    "resubscribes",
 )
+
+
+class _Conn:
+    """What one socket lifetime knows: ``sent_cursor`` (the subscribe carried a resume cursor),
+    ``accepted`` (a protocol-4 frame other than a close arrived), ``live`` (after
+    ``caught_up``), ``snapshot`` (held until ``caught_up``), ``live_since`` (clock seconds)."""
+
+    __slots__ = ("sent_cursor", "accepted", "live", "snapshot", "live_since")
+
+    def __init__(self, sent_cursor: bool) -> None:
+        self.sent_cursor = sent_cursor
+        self.accepted = False
+        self.live = False
+        self.snapshot: Snapshot | None = None
+        self.live_since: float | None = None
 
 
 class RealtimeSession:
@@ -585,36 +306,42 @@ class RealtimeSession:
 
     * ``base_url`` – Chatto base URL (``http``/``https``; see :func:`realtime_url`).
     * ``token`` – bot key ``cht_BK_…`` (``str`` or pydantic ``SecretStr``); sent only in
-      ``hello.bearer_token``.
-    * ``on_event(event)`` – awaited for every event of every frame, in order (see
-      :class:`~hermes_chatto.wire.frames.Classifier` for the event contract). If it raises,
-      the error is logged and counted (``stats["handler_errors"]``) and that frame's cursor
-      is **not** stored.
-    * ``retained_rooms()`` – room ids to retain, asked at every (re)subscribe; merged with
-      rooms added by :meth:`hydrate_room`; empty / >256-byte ids dropped; capped at 64.
-    * ``resume_cursor`` – stored cursor from a previous run (``None`` → reset-path catch-up).
-    * ``on_cursor(cursor)`` – sync or async; called after a frame's events were all
-      processed, with that frame's resume cursor (``projection_event.resume_cursor`` or
-      ``caught_up.cursor``).
+      ``RealtimeSubscribe.bearer_token``.
+    * ``on_event(event)`` – awaited for every event, in order, one at a time (the contract:
+      :mod:`hermes_chatto.wire.events`; one event per ``event`` frame, then
+      :class:`~hermes_chatto.wire.events.Snapshot` and
+      :class:`~hermes_chatto.wire.events.CaughtUp` at ``caught_up``). If it raises, the error
+      is logged and counted (``stats["handler_errors"]``) and that event's cursor is **not**
+      stored.
+    * ``resume_cursor`` – stored cursor from a previous run (``None`` → the server starts at
+      its current boundary with ``initial_state``).
+    * ``on_cursor(cursor)`` – sync or async; called with each newly stored resume cursor.
     * ``connect`` – socket factory (:class:`SocketFactory`), called as ``await connect(url,
-      max_size=…, open_timeout=…, origin=None)``; must return a :class:`RealtimeSocket`
-      (default :func:`default_connect`).
+      max_size=…, open_timeout=…, origin=None)`` (default :func:`default_connect`).
     * ``stall_timeout`` – after ``caught_up``, this long without any frame → reconnect
-      (default 45 s = max(30 s, 3 × the 15 s heartbeat), as Chatto's own client).
-      ``handshake_timeout`` bounds each wait for a frame before ``caught_up`` (hello,
-      subscribed, every catch-up frame) and the WebSocket opening.
-    * ``reconnect_delay`` / ``max_reconnect_delay`` – backoff after the immediate first retry.
-    * ``on_state(state)`` – ``"connecting"``, ``"handshaking"``, ``"catching_up"``, ``"live"``,
+      (default :data:`DEFAULT_STALL_TIMEOUT` = 45 s, three 15-s heartbeats).
+    * ``handshake_timeout`` – bounds the WebSocket opening and each wait for a frame before
+      ``caught_up`` (default 40 s: the server's whole catch-up budget is 30 s).
+    * ``reconnect_delay`` / ``max_reconnect_delay`` – backoff after the immediate first retry
+      (:func:`backoff_delay`).
+    * ``on_state(state)`` – ``"connecting"``, ``"subscribing"``, ``"catching_up"``, ``"live"``,
       ``"reconnecting"``, ``"stopped"``, ``"failed"``.
+    * ``bot_user_id`` – the bot's user id, for ``MessagePosted.mentions_viewer``.
+    * ``clock`` – monotonic seconds (how long a stream was live, for the backoff reset).
+    * ``initial_state`` – ``"snapshot"`` (default) or ``"live_only"``: what the server sends
+      when it cannot resume (see :func:`~hermes_chatto.wire.frames.encode_subscribe`). After
+      ``RESYNC_REQUIRED`` the next subscribe asks for a snapshot either way.
+    * ``sleep`` – ``await sleep(seconds)`` between reconnect attempts (tests); default: a wait
+      that :meth:`stop` interrupts.
 
-    Attributes: ``connected`` (socket subscribed), ``caught_up`` (``asyncio.Event``, set while
-    live), ``resume_cursor``, ``server_version``, ``classifier``, ``stats``
-    (:class:`~hermes_chatto.counters.Counters`: ``connects`` = connection attempts,
-    ``reconnects``, ``frames``, ``decode_errors``, ``unknown_frames``, ``unknown_operations``,
-    ``events``, ``handler_errors``, ``classify_errors``, ``stalls``, ``errors``, ``closes``,
-    ``heartbeats``, ``pongs``, ``hydrate_sent``, ``hydrate_retries``, ``hydrate_refused``,
-    ``cursor_drops``, ``resubscribes``). ``clock`` (monotonic seconds) paces hydrations
-    (:class:`HydrationPacer`).
+    Attributes: ``url``, ``connected`` (the server accepted the subscription on the current
+    socket), ``caught_up`` (``asyncio.Event``, set while live), ``resume_cursor``,
+    ``server_version`` (``ServerPublicProfile.version`` of the last snapshot), ``state``,
+    ``stats`` (:class:`~hermes_chatto.counters.Counters`: ``connects`` = connection attempts,
+    ``reconnects``, ``frames``, ``decode_errors``, ``events``, ``other_events`` (delivered
+    :class:`~hermes_chatto.wire.events.Ignored`), ``handler_errors``, ``cursor_errors``
+    (``on_cursor`` raised), ``snapshots``, ``heartbeats``, ``closes``, ``stalls``,
+    ``cursor_drops``).
 
     Logs at INFO what an operator needs to follow the connection: ``connected`` /
     ``reconnected`` when the stream is live, ``disconnected (<close code and reason, or the
@@ -627,24 +354,25 @@ class RealtimeSession:
         token: BotToken,
         *,
         on_event: Callable[[RealtimeEvent], Awaitable[None]],
-        retained_rooms: Callable[[], list[str]] = list,
         resume_cursor: str | None = None,
         on_cursor: Callable[[str], Awaitable[None] | None] | None = None,
         connect: SocketFactory | None = None,
-        stall_timeout: float = 45.0,
+        stall_timeout: float = DEFAULT_STALL_TIMEOUT,
         reconnect_delay: float = 5.0,
         max_size: int | None = DEFAULT_MAX_SIZE,
         on_state: Callable[[str], None] | None = None,
-        handshake_timeout: float = 30.0,
+        handshake_timeout: float = 40.0,
         max_reconnect_delay: float = 60.0,
         bot_user_id: str = "",
-        classifier: Classifier | None = None,
         clock: Callable[[], float] = time.monotonic,
+        initial_state: InitialState = "snapshot",
+        sleep: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
+        if initial_state not in ("snapshot", "live_only"):
+            raise ValueError(f"initial_state must be 'live_only' or 'snapshot', not {initial_state!r}")
         self.url = realtime_url(base_url)
         self._token = token
         self._on_event = on_event
-        self._retained_rooms = retained_rooms
         self.resume_cursor: str | None = resume_cursor or None
         self._on_cursor = on_cursor
         self._connect: SocketFactory = connect or default_connect
@@ -654,27 +382,20 @@ class RealtimeSession:
         self.max_size = max_size
         self.handshake_timeout = float(handshake_timeout)
         self._on_state = on_state
-        self.classifier = classifier or Classifier(bot_user_id=bot_user_id)
+        self.bot_user_id = bot_user_id
+        self.initial_state: InitialState = initial_state
+        self._clock = clock
+        self._custom_sleep = sleep
         self.connected = False
         self.caught_up = asyncio.Event()
         self.server_version = ""
         self.state = "idle"
         self.stats = Counters(dict.fromkeys(_STAT_NAMES, 0))
         self._ws: RealtimeSocket | None = None
-        self._generation = 0
         self._attempt = 0  # reconnect attempts since the stream was last live for a while
         self._stopping = False
+        self._force_snapshot = False
         self._wake = asyncio.Event()
-        self._rooms = _RoomRetention(self.stats, HydrationPacer(clock))
-        self._rooms.bind(
-            self._send_hydrate,
-            lambda: self.caught_up.is_set() and self.connected and not self._stopping,
-            self._request_resubscribe,
-            self._spawn,
-        )
-        self._resubscribing = False
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._pings: dict[str, asyncio.Future[None]] = {}
         self._rng = random.Random()
 
     def __repr__(self) -> str:  # never shows the token
@@ -685,11 +406,11 @@ class RealtimeSession:
     async def run(self) -> None:
         """Connect and stream until :meth:`stop`; reconnects on everything recoverable.
 
-        Raises :class:`ChattoCredentialError` (``authentication_required``: error or close with
-        ``reconnect=false``), :class:`ChattoProtocolError` (protocol-1 server,
-        ``unsupported_protocol``) or :class:`ChattoRealtimeFatal` (``bad_hello``,
-        ``bad_subscribe``, ``bad_frame``, or a close with ``reconnect=false``). Returns
-        normally after :meth:`stop`.
+        Raises :class:`ChattoCredentialError` (``AUTHENTICATION_REQUIRED`` without reconnect),
+        :class:`ChattoProtocolError` (``UNSUPPORTED_PROTOCOL``, or a server whose frames are
+        not protocol 4) or :class:`ChattoRealtimeFatal` (``INVALID_REQUEST``,
+        ``SESSION_TERMINATED`` or any other close without reconnect). Returns normally after
+        :meth:`stop`.
         """
         self._stopping = False
         failures = 0
@@ -702,11 +423,6 @@ class RealtimeSession:
                 live_for, outcome = await self._run_once()
                 if self._stopping:
                     break
-                if self._resubscribing:
-                    self._resubscribing = False
-                    self.stats["resubscribes"] += 1
-                    failures = 0
-                    continue
                 if live_for is not None and (live_for >= self.reconnect_delay or outcome.reason in _ORDERLY_CLOSES):
                     failures = 0  # an orderly, server-requested reconnect of a live stream is no failure
                 failures += 1
@@ -727,59 +443,12 @@ class RealtimeSession:
         """Stop :meth:`run` (it returns normally) and close the socket."""
         self._stopping = True
         self._wake.set()
-        for t in list(self._tasks):
-            t.cancel()
         ws = self._ws
         if ws is not None:
             try:
                 await ws.close()
             except Exception:  # pragma: no cover - best effort
                 pass
-
-    async def hydrate_room(self, room_id: str) -> bool:
-        """Start retaining ``room_id``: queue ``hydrate_room`` (sent once live, paced by
-        :class:`HydrationPacer`); the server answers ``room_upsert`` + ``room_timeline_replace``.
-        Remembered for every later (re)subscribe. Already retained → True. False (logged,
-        ``stats["hydrate_refused"]``) at 64 rooms or for an empty / > 256-byte id. Refusals:
-        ``room_hydration_in_progress`` / ``_rate_limited`` / ``_server_busy`` → queued again
-        after ``retry_after_ms`` (≤ 8 times per socket); ``too_many_retained_rooms`` drops it;
-        ``room_unavailable`` keeps it retained server-side (it materialises with access)."""
-        ok = self._rooms.add(room_id, connected=self.connected and self._ws is not None)
-        self._rooms.kick()
-        return ok
-
-    def forget_room(self, room_id: str) -> None:
-        """Stop asking for ``room_id`` at the next subscribe."""
-        self._rooms.forget(room_id)
-
-    def release_room(self, room_id: str) -> None:
-        """The bot lost ``room_id``: stop asking for it (a hydration that needs its slot
-        resubscribes, counted ``resubscribes``; see :meth:`_RoomRetention.release`)."""
-        self._rooms.release(room_id)
-
-    @property
-    def retained_room_ids(self) -> list[str]:
-        """Rooms retained on the current socket (subscribe + hydrate), unordered."""
-        return sorted(self._rooms.on_socket)
-
-    async def ping(self, timeout: float = 10.0) -> float:
-        """Send ``ping{nonce}`` and wait for the matching ``pong``; returns the round trip in
-        seconds. Raises :class:`ChattoTransientError` when not connected or on timeout."""
-        ws = self._ws
-        if ws is None or not self.connected:
-            raise ChattoTransientError("realtime socket not connected", code="network")
-        nonce = secrets.token_hex(8)
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pings[nonce] = fut
-        t0: float = time.monotonic()
-        try:
-            await ws.send(encode_ping(nonce))
-            await asyncio.wait_for(fut, timeout)
-        except TimeoutError:
-            raise ChattoTransientError("realtime ping timed out", code="deadline_exceeded") from None
-        finally:
-            self._pings.pop(nonce, None)
-        return time.monotonic() - t0
 
     # ------------------------------------------------------------------ internals
 
@@ -795,6 +464,9 @@ class RealtimeSession:
         return backoff_delay(failures, retry_after, self.reconnect_delay, self.max_reconnect_delay, self._rng)
 
     async def _sleep(self, delay: float) -> None:
+        if self._custom_sleep is not None:
+            await self._custom_sleep(delay)
+            return
         if delay <= 0:
             return
         self._wake.clear()
@@ -805,18 +477,9 @@ class RealtimeSession:
         except TimeoutError:
             pass
 
-    def _subscribe_rooms(self) -> list[str]:
-        try:
-            wanted = list(self._retained_rooms() or [])
-        except Exception:
-            log.exception("chatto realtime: retained_rooms() failed; subscribing without rooms")
-            wanted = []
-        return self._rooms.subscribe_list(wanted)
-
     async def _run_once(self) -> tuple[float | None, _Reconnect]:
         """One socket lifetime. Returns (seconds live after caught_up or None, why it ended)."""
         self._set_state("connecting")
-        self._generation += 1
         self.caught_up.clear()
         try:
             ws = await self._connect(self.url, max_size=self.max_size, open_timeout=self.handshake_timeout, origin=None)
@@ -826,11 +489,11 @@ class RealtimeSession:
             log.warning("chatto realtime: connect to %s failed: %s", self.url, type(exc).__name__)
             return None, _Reconnect(f"connect failed: {type(exc).__name__}")
         self._ws = ws
-        live_since: list[float] = []
+        conn = _Conn(sent_cursor=bool(self.resume_cursor))
         try:
             if self._stopping:
                 return None, _Reconnect("stopping")
-            outcome = await self._session(ws, live_since)
+            outcome = await self._session(ws, conn)
         except _Reconnect as r:
             outcome = r
         except websockets.ConnectionClosed as exc:
@@ -841,190 +504,179 @@ class RealtimeSession:
             self._ws = None
             self.connected = False
             self.caught_up.clear()
-            self._rooms.new_socket()
-            for fut in self._pings.values():
-                if not fut.done():
-                    fut.set_exception(ChattoTransientError("realtime socket closed before pong", code="network"))
             try:
                 await asyncio.wait_for(ws.close(), 2.0)
             except BaseException as exc:  # noqa: BLE001 - closing is best effort
                 if isinstance(exc, asyncio.CancelledError) and not self._stopping:
                     raise
         outcome.opened = True
-        live_for = (time.monotonic() - live_since[0]) if live_since else None
+        live_for = (self._clock() - conn.live_since) if conn.live_since is not None else None
         return live_for, outcome
 
-    async def _session(self, ws: RealtimeSocket, live_since: list[float]) -> _Reconnect:
-        self._set_state("handshaking")
-        await ws.send(encode_hello(secret_text(self._token)))
-        phase = "hello"
-        deadline = time.monotonic() + self.handshake_timeout
+    async def _session(self, ws: RealtimeSocket, conn: _Conn) -> _Reconnect:
+        self._set_state("subscribing")
+        initial: InitialState = "snapshot" if self._force_snapshot else self.initial_state
+        await ws.send(encode_subscribe(self._token, self.resume_cursor, initial))
+        self._force_snapshot = False
         while not self._stopping:
-            if phase == "live":
-                timeout = self.stall_timeout
-            else:
-                timeout = deadline - time.monotonic()
-                if timeout <= 0:
-                    raise _Reconnect(f"handshake timeout in phase {phase}")
-            data = await _recv_within(ws, timeout)
-            if phase != "live":
-                deadline = time.monotonic() + self.handshake_timeout  # catch-up: per-frame bound
+            data = await _recv_within(ws, self.stall_timeout if conn.live else self.handshake_timeout)
             if data is None:
-                if phase == "live":
+                if conn.live:
                     self.stats["stalls"] += 1
-                    log.warning("chatto realtime: no frame for %.1fs after caught_up; reconnecting", self.stall_timeout)
+                    log.warning(
+                        "chatto realtime: no frame for %.1f s after caught_up; reconnecting", self.stall_timeout
+                    )
                     raise _Reconnect("stalled")
-                raise _Reconnect(f"handshake timeout in phase {phase}")
-            frame = _decode_counted(data, self.stats)
-            if frame is None:
-                continue
-            kind = frame.WhichOneof("frame")
-            if kind == "hello":
-                if phase == "hello":
-                    await self._on_hello(ws, frame.hello)
-                    phase = "subscribe"
-                continue
-            if kind == "subscribed":
-                if phase == "subscribe":
-                    phase = "catchup"
-                    await self._on_subscribed()
-                continue
-            if not await self._on_stream_frame(kind, frame):
-                continue
-            if phase != "live":
-                phase = "live"
-                live_since.append(time.monotonic())
-                self._on_live()
+                raise _Reconnect("no frame before caught_up within the handshake timeout")
+            self.stats["frames"] += 1
+            frame = self._decode(data, conn)
+            if frame is not None:
+                await self._on_frame(frame, conn)
         return _Reconnect("stopping")
 
-    async def _on_hello(self, ws: RealtimeSocket, h: pb.RealtimeServerHello) -> None:
-        """Server ``hello``: check the protocol, then ``subscribe_events``."""
-        if h.protocol_version != PROTOCOL_VERSION:
-            raise ChattoProtocolError(
-                PROTOCOL_1_MESSAGE
-                if h.protocol_version == 1
-                else f"Chatto realtime server speaks protocol {h.protocol_version}; this adapter needs "
-                f"protocol 2 (Chatto >= 0.5.0)",
-                code="unsupported_protocol",
-            )
-        self.server_version = h.server_version
-        rooms = self._subscribe_rooms()
-        await ws.send(encode_subscribe(self.resume_cursor, rooms))
-        self._rooms.on_socket = set(rooms)
+    def _decode(self, data: bytes | str, conn: _Conn) -> pb.RealtimeServerFrame | None:
+        """The decoded frame; ``None`` (logged, counted) to skip a malformed one once live.
+        Before ``caught_up`` a frame that is not protocol 4 raises :class:`ChattoProtocolError`."""
+        try:
+            frame = decode_server_frame(data)
+        except FrameDecodeError as exc:
+            self.stats["decode_errors"] += 1
+            if not conn.live:
+                self._not_protocol_4(data, str(exc))
+            log.warning("chatto realtime: skipping undecodable frame: %s", exc)
+            return None
+        if not conn.live and not plausible_before_caught_up(frame):
+            self.stats["decode_errors"] += 1
+            self._not_protocol_4(data, f"a {frame.WhichOneof('frame')} frame that is not protocol 4")
+        return frame
 
-    async def _on_subscribed(self) -> None:
-        self.connected = True
-        self._set_state("catching_up")
-        self._rooms.after_subscribed()
+    def _not_protocol_4(self, data: bytes | str, why: str) -> None:
+        hint = legacy_frame_hint(data)
+        server = f"it answered the subscribe with a {hint} frame" if hint else f"it answered the subscribe with {why}"
+        raise ChattoProtocolError(protocol_message(server), code="unsupported_protocol")
 
-    def _on_live(self) -> None:
-        self.caught_up.set()
-        self._rooms.kick()
-        self._set_state("live")
-        if self.stats["reconnects"]:
-            log.info("chatto realtime: reconnected after %d attempt(s); live again", max(1, self._attempt))
-        else:
-            log.info("chatto realtime: connected (server %s), live", self.server_version or "?")
-
-    async def _on_stream_frame(self, kind: str, frame: pb.LeanServerFrame) -> bool:
-        """Any frame after ``subscribed``. Returns True when it was ``caught_up`` (delivered)."""
-        if kind == "error":
-            await self._handle_error(frame.error)
-            return False
+    async def _on_frame(self, frame: pb.RealtimeServerFrame, conn: _Conn) -> None:
+        kind = frame.WhichOneof("frame")
         if kind == "close":
             self.stats["closes"] += 1
-            outcome = _close_outcome(frame.close)  # raises for the fatal ones
-            if frame.close.code in _DROP_CURSOR_CODES or frame.close.code == "projection_reset_required":
-                # projection_reset_required: an RBAC fact; a resume across it is a reset anyway
-                # (realtime_replay.go), and a stale cursor draws from the metered bucket of 3
-                # per 20 s (realtime_catchup.go) where a cursorless one draws from 20 at 1/s
-                self._drop_cursor(frame.close.code)
-            raise outcome
-        if kind == "heartbeat":
+            raise self._close_outcome(frame.close, conn)
+        if not conn.accepted:
+            conn.accepted = True
+            self.connected = True
+            self._set_state("catching_up")
+        if kind == "event":
+            ev = event_of(frame.event, self.bot_user_id)
+            if isinstance(ev, Ignored):
+                self.stats["other_events"] += 1
+            cursor = None if isinstance(ev, (Typing, Snapshot)) else ev.cursor
+            if await self._deliver(ev) and cursor:
+                await self._store_cursor(cursor)
+        elif kind == "heartbeat":
             self.stats["heartbeats"] += 1
-            return False
-        if kind == "pong":
-            self.stats["pongs"] += 1
-            fut = self._pings.get(frame.pong.nonce)
-            if fut is not None and not fut.done():
-                fut.set_result(None)
-            return False
-        if kind == "event" and frame.event.WhichOneof("event") == "session_terminated":
-            raise _Reconnect("session_terminated")
+            hb = frame.heartbeat
+            # Once live, every earlier frame has been handled: the boundary is safe to keep.
+            if conn.live and hb.HasField("cursor") and hb.cursor:
+                await self._store_cursor(hb.cursor)
+        elif kind == "snapshot":
+            self.stats["snapshots"] += 1
+            conn.snapshot = snapshot_of(frame.snapshot)
+            if conn.snapshot.server_version:
+                self.server_version = conn.snapshot.server_version
+        elif kind == "caught_up":
+            await self._on_caught_up(frame.caught_up, conn)
+
+    async def _on_caught_up(self, cu: pb.RealtimeCaughtUp, conn: _Conn) -> None:
+        """Deliver the held snapshot, then :class:`CaughtUp`; store its cursor when both
+        handlers returned; the stream is live."""
+        ok = True
+        if conn.snapshot is not None:
+            ok = await self._deliver(conn.snapshot)
+            conn.snapshot = None
+        event = caught_up_of(cu)
+        ok = await self._deliver(event) and ok
+        if ok and event.cursor:
+            await self._store_cursor(event.cursor)
+        if not conn.live:
+            conn.live = True
+            conn.live_since = self._clock()
+            self.caught_up.set()
+            self._set_state("live")
+            if self.stats["reconnects"]:
+                log.info("chatto realtime: reconnected after %d attempt(s); live again", max(1, self._attempt))
+            else:
+                log.info("chatto realtime: connected (server %s), live", self.server_version or "?")
+
+    async def _deliver(self, ev: RealtimeEvent) -> bool:
+        """``await on_event(ev)``; False (logged, counted) when it raised."""
+        self.stats["events"] += 1
         try:
-            events = self.classifier.classify(frame)
-        except Exception as exc:
-            self.stats["classify_errors"] += 1
-            log.warning("chatto realtime: skipping frame that failed classification: %s", type(exc).__name__)
+            await self._on_event(ev)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.stats["handler_errors"] += 1
+            log.exception("chatto realtime: on_event failed for %s", type(ev).__name__)
             return False
-        self.stats["unknown_operations"] = self.classifier.counters["unknown_operations"]
-        if not events:
-            return False
-        return await self._deliver(events)
+        return True
 
-    async def _deliver(self, events: list[RealtimeEvent]) -> bool:
-        """Hand events to on_event in order; store the frame's cursor only if all succeeded.
-        Returns True when the frame was ``caught_up``."""
-        ok, caught, cursor = await _deliver_frame(events, self._on_event, self.stats)
-        if cursor and ok:
-            self.resume_cursor = cursor
-            if self._on_cursor is not None:
-                try:
-                    res = self._on_cursor(cursor)
-                    if inspect.isawaitable(res):
-                        await res
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    self.stats["handler_errors"] += 1
-                    log.exception("chatto realtime: on_cursor failed")
-        return caught
-
-    async def _handle_error(self, err: pb.RealtimeError) -> None:
-        """``RealtimeError`` (``code``, ``fatal``, ``retry_after_ms``, ``room_id``): raises if fatal, else returns."""
-        self.stats["errors"] += 1
-        code = err.code
-        retry = err.retry_after_ms / 1000.0 if err.HasField("retry_after_ms") else None
-        room_id = err.room_id if err.HasField("room_id") else ""
-        _raise_credential_or_protocol(code)
-        if code in _CLIENT_BUG_CODES:
-            raise ChattoRealtimeFatal(f"Chatto realtime rejected a client frame ({code}): {err.message}", code=code)
-        if code in _DROP_CURSOR_CODES:
-            self._drop_cursor(code)
-            raise _Reconnect(code, retry)
-        if code in _RETRY_HYDRATE_CODES and room_id:
-            self._rooms.retry(room_id, retry if retry is not None else self.reconnect_delay, code)
+    async def _store_cursor(self, cursor: str) -> None:
+        if cursor == self.resume_cursor:
             return
-        if self._rooms.refused(code, room_id):
+        self.resume_cursor = cursor
+        if self._on_cursor is None:
             return
-        if err.fatal:
-            # temporarily_unavailable, subscribe_failed, replay_unavailable, unknown fatal codes
-            log.warning("chatto realtime: fatal server error %s: %s", code, err.message)
-            raise _Reconnect(code, retry)
-        log.info("chatto realtime: non-fatal server error %s: %s", code, err.message)
+        try:
+            res = self._on_cursor(cursor)
+            if inspect.isawaitable(res):
+                await res
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.stats["cursor_errors"] += 1
+            log.exception("chatto realtime: on_cursor failed")
 
-    def _drop_cursor(self, code: str) -> None:
+    def _close_outcome(self, close: pb.RealtimeClose, conn: _Conn) -> _Reconnect:
+        """``RealtimeClose{code, message, reconnect, retry_after}``: raises for the closes that
+        end the session, else the reconnect to do (``retry_after`` in seconds)."""
+        name = _CLOSE_NAMES.get(close.code, f"close code {int(close.code)}")
+        message = _one_line(close.message)
+        retry = _retry_after(close)
+        if close.code == pb.REALTIME_CLOSE_CODE_UNSUPPORTED_PROTOCOL:
+            raise ChattoProtocolError(
+                protocol_message(f"it refused protocol {PROTOCOL_VERSION} with UNSUPPORTED_PROTOCOL: {message or '-'}"),
+                code="unsupported_protocol",
+            )
+        if close.code == pb.REALTIME_CLOSE_CODE_AUTHENTICATION_REQUIRED and not close.reconnect:
+            raise ChattoCredentialError(_CREDENTIAL_MESSAGE, code="authentication_required")
+        if close.code == pb.REALTIME_CLOSE_CODE_RESYNC_REQUIRED:
+            # an RBAC fact: a resume across it is a reset anyway (realtime_replay.go), and a
+            # stale cursor draws from the metered catch-up bucket (3 per 20 s)
+            self._drop_cursor(name)
+            self._force_snapshot = True
+            log.info("chatto realtime: server asked for a resync (%s); reconnecting with a snapshot", message)
+            return _Reconnect(name, retry)
+        if close.code == pb.REALTIME_CLOSE_CODE_INVALID_REQUEST and conn.sent_cursor and not conn.live:
+            # realtime.go's guard for a cursor it cannot replay (invalid / expired): start over
+            # once without it; without a cursor the same close is fatal
+            self._drop_cursor(f"{name}: {message}")
+            return _Reconnect(name, retry)
+        if not close.reconnect:
+            raise ChattoRealtimeFatal(
+                f"Chatto closed the realtime stream without reconnect ({name}): {message}",
+                code=name.lower().replace(" ", "_"),
+            )
+        if close.code == pb.REALTIME_CLOSE_CODE_TEMPORARILY_UNAVAILABLE and retry is not None:
+            log.warning(
+                "chatto realtime: server temporarily unavailable (%s); reconnecting in %.1f s as it asked",
+                message,
+                retry,
+            )
+        else:
+            log.info("chatto realtime: server closed the stream (%s: %s), reconnect allowed", name, message)
+        return _Reconnect(name, retry)
+
+    def _drop_cursor(self, why: str) -> None:
         if self.resume_cursor:
             self.stats["cursor_drops"] += 1
-        log.info("chatto realtime: dropping resume cursor (%s)", code)
+        log.info("chatto realtime: dropping resume cursor (%s)", why)
         self.resume_cursor = None
-
-    async def _send_hydrate(self, room_id: str) -> None:
-        ws = self._ws
-        if ws is None:
-            return
-        self.stats["hydrate_sent"] += 1
-        await ws.send(encode_hydrate_room(room_id))
-
-    def _request_resubscribe(self) -> None:
-        """Reconnect now with the resume cursor, so that released rooms free their slots."""
-        if self._resubscribing or (ws := self._ws) is None:
-            return
-        self._resubscribing = True
-        log.info("chatto realtime: resubscribing to free %d slot(s) of rooms the bot lost", len(self._rooms.released))
-        self._spawn(ws.close())
-
-    def _spawn(self, aw: Awaitable[None]) -> None:
-        task = asyncio.get_running_loop().create_task(_awaited(aw))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
