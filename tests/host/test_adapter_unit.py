@@ -16,7 +16,7 @@ from hermes_chatto.wire.errors import (
     ChattoResourceExhausted,
     ChattoTransientError,
 )
-from hermes_chatto.wire.events import MessageEdited, NewMessage, RoomActivity
+from hermes_chatto.wire.events import CaughtUp, MessageEdited, RoomChanged
 
 from support.fakes import (
     ALICE,
@@ -30,6 +30,7 @@ from support.fakes import (
     FakeClient,
     FakeRealtime,
     FakeServer,
+    posted,
 )
 from support.host import wire_adapter
 from support.text import mixed_text
@@ -42,7 +43,7 @@ class Unit:
 
     async def inbound(self, author, room, body, *, thread_root="", replay_of=None):
         m = replay_of or self.server.post(author, room, body, thread_root=thread_root)
-        await self.adapter.inbound.on_event(NewMessage(message=m, projection_id=m.event_id))
+        await self.adapter.inbound.on_event(posted(m))
         return m
 
     def bot_msgs(self):
@@ -191,7 +192,7 @@ async def test_edit_of_in_flight_trigger_replaces_turn(unit):
 
     edited = replace(m, body="what is 3+3?", updated_at=(m.created_at or 0) + 5)
     u.server.messages[m.event_id] = edited
-    await u.adapter.inbound.on_event(MessageEdited(message=edited, projection_id="Eeditfact"))
+    await u.adapter.inbound.on_event(MessageEdited(room_id=edited.room_id, message_event_id=edited.event_id, actor_id=edited.author_id))
     u.agent.gate.set()
     await wait_for(lambda: len(u.agent.calls) == 2, what="replacement turn")
     await u.idle()
@@ -201,7 +202,7 @@ async def test_edit_of_in_flight_trigger_replaces_turn(unit):
     assert u.adapter.stats["edits_replaced"] == 1
     # an edit of an older message does nothing
     older = replace(edited, body="changed again", updated_at=(m.created_at or 0) + 9)
-    await u.adapter.inbound.on_event(MessageEdited(message=older, projection_id="Eedit2"))
+    await u.adapter.inbound.on_event(MessageEdited(room_id=older.room_id, message_event_id=older.event_id, actor_id=older.author_id))
     await u.idle()
     assert len(u.agent.calls) == 2
 
@@ -290,33 +291,6 @@ async def test_typing_rate_limited_edit_delete_chat_info(unit):
     assert await u.adapter.delete_message(GENERAL, res.message_id) is True
     assert await u.adapter.get_chat_info(GENERAL) == {"name": "general", "type": "group", "chat_id": GENERAL}
     assert (await u.adapter.get_chat_info(DM))["type"] == "dm"
-
-
-async def test_room_activity_reads_a_root_only_where_it_may_be_for_the_bot(unit):
-    """In an unretained channel that needs a mention an announced root is not read (its mention
-    comes as a notification); in a free-response room it is read and answered."""
-    u = await unit()
-    from hermes_chatto.wire.types import ChattoRoom
-
-    far = "Rfar00000000000"
-    u.server.rooms[far] = ChattoRoom(id=far, kind="channel", name="far", is_member=True)
-    u.adapter.rooms.rooms[far] = u.server.rooms[far]  # known but not retained (over the cap)
-    quiet = u.server.post(ALICE, far, "@helper_bot not read here")
-    await u.adapter.inbound.on_event(RoomActivity(room_id=far, projection_id=quiet.event_id, actor_id=ALICE.id))
-    await u.idle()
-    assert (
-        u.adapter.conn.counters["room_activity_skipped"] == 1 and u.adapter.conn.counters["room_activity_fetches"] == 0
-    )
-    assert not u.agent.calls
-    u.adapter.rooms.free.add(far)  # answers without a mention: every root may be for the bot
-    m = u.server.post(ALICE, far, "@helper_bot from afar")
-    await u.adapter.inbound.on_event(RoomActivity(room_id=far, projection_id=m.event_id, actor_id=ALICE.id))
-    await wait_for(lambda: u.bot_msgs(), what="reply in unretained room")
-    assert u.bot_msgs()[0].room_id == far
-    # NOT_FOUND (not a message fact) is ignored
-    await u.adapter.inbound.on_event(RoomActivity(room_id=far, projection_id="Enotamessage", actor_id=ALICE.id))
-    await u.idle()
-    assert len(u.agent.calls) == 1
 
 
 @pytest.mark.parametrize(
@@ -438,23 +412,6 @@ async def test_seen_set_survives_restart(unit):
         await fresh.disconnect()
 
 
-async def test_reset_gap_messages_are_recovered_not_history(unit):
-    """First timeline_replace of a room is history; after a projection reset, unseen roots
-    in the replace (posted while reconnecting) are new messages."""
-    from hermes_chatto.wire.events import TimelineReplaced
-
-    u = await unit()
-    old = u.server.post(ALICE, GENERAL, "@helper_bot old history")
-    await u.adapter.inbound.on_event(TimelineReplaced(room_id=GENERAL, messages=(old,)))
-    await u.idle()
-    assert u.agent.calls == []
-    gap = u.server.post(ALICE, GENERAL, "@helper_bot posted during the reset")
-    await u.adapter.inbound.on_event(TimelineReplaced(room_id=GENERAL, messages=(old, gap)))
-    await wait_for(lambda: u.agent.calls, what="gap message turn")
-    await u.idle()
-    assert len(u.agent.calls) == 1 and u.agent.calls[0].message.endswith("@helper_bot posted during the reset")
-
-
 async def test_reply_in_thread_of_bots_own_root_needs_no_mention(unit):
     """A root the bot posted from another process (cron, hermes send) — echo seen or not —
     makes its thread one the bot takes part in."""
@@ -468,7 +425,8 @@ async def test_reply_in_thread_of_bots_own_root_needs_no_mention(unit):
     calls = u.server.calls.count("GetMessage")
     await u.inbound(ALICE, GENERAL, "and this one?", thread_root=seen_root.event_id)
     await wait_for(lambda: len(u.agent.calls) == 2, what="turn on reply to echoed own root")
-    assert u.server.calls.count("GetMessage") == calls  # known from the echo: no lookup
+    # known from the echo: no root lookup, only the trigger's own full read
+    assert u.server.calls.count("GetMessage") == calls + 1
     # a human's thread stays mention-gated
     human_root = u.server.post(ALICE, GENERAL, "human root")
     await u.inbound(BOB, GENERAL, "chatter", thread_root=human_root.event_id)
@@ -501,36 +459,6 @@ async def test_follow_up_orphaned_by_host_busy_race_is_rescued(unit):
     assert [c.message for c in u.agent.calls] == ["first", "second"]
     assert u.adapter.stats.get("orphans_rescued") == 1
     assert not u.adapter._pending_messages
-
-
-async def test_message_in_room_joined_mid_run_before_hydration_is_not_lost(unit):
-    """A DM opened after connect (ListRooms hides empty DMs) waits, dormant, for its first
-    message and is hydrated then (issue 13: eager hydration of empty DMs spent the server's
-    hydration admission); that message, announced only by room_activity, must still become
-    a turn — once, and the room's older history never."""
-    from hermes_chatto.wire.events import RoomUpdated, TimelineReplaced
-    from hermes_chatto.wire.types import ChattoRoom
-
-    u = await unit()
-    new_dm = "Rdmnew00000000b"
-    u.server.rooms[new_dm] = ChattoRoom(id=new_dm, kind="dm", is_member=True)
-    older = u.server.post(BOB, new_dm, "old history line")
-    await u.adapter.inbound.on_event(RoomUpdated(room=u.server.rooms[new_dm], partial=False))
-    assert new_dm not in u.adapter.rooms.retained and new_dm in u.adapter.rooms.dormant
-    m = u.server.post(BOB, new_dm, "hello, are you there?")
-    await u.adapter.inbound.on_event(RoomActivity(room_id=new_dm, projection_id=m.event_id, actor_id=BOB.id))
-    assert new_dm in u.adapter.rooms.retained
-    await wait_for(lambda: u.adapter._realtime.hydrated == [new_dm], what="hydrate_room sent")
-    await wait_for(lambda: u.agent.calls, what="turn from room_activity during hydration")
-    await u.adapter.inbound.on_event(TimelineReplaced(room_id=new_dm, messages=(older, m)))
-    await u.adapter.inbound.on_event(NewMessage(message=m, projection_id=m.event_id))
-    await u.idle()
-    assert [c.message for c in u.agent.calls] == ["hello, are you there?"]
-    # covered now: room_activity of a retained, hydrated room does not fetch
-    fetches = u.adapter.stats["room_activity_fetches"]
-    m2 = u.server.post(BOB, new_dm, "next")
-    await u.adapter.inbound.on_event(RoomActivity(room_id=new_dm, projection_id=m2.event_id, actor_id=BOB.id))
-    assert u.adapter.stats["room_activity_fetches"] == fetches
 
 
 async def test_thread_turns_with_thread_context_off_raise_nothing(unit, monkeypatch, caplog):
@@ -575,3 +503,85 @@ async def test_typing_honours_the_hosts_toggle_and_pauses_while_an_approval_wait
     u.adapter.ops.stop_typing(DM, None)
     await u.adapter.send_typing(DM)
     assert u.server.typing == [(DM, "")]
+
+
+async def test_a_message_that_is_not_for_the_bot_costs_no_read_a_turn_one(unit):
+    """Protocol-4 events are thin: the adapter decides from what the event carries and reads
+    the message (GetMessage) only when it starts a turn; the author's name is read once."""
+    u = await unit()
+    before = list(u.server.calls)
+    await u.inbound(ALICE, GENERAL, "just chatting, not for the bot")
+    await u.idle()
+    assert u.server.calls == before and u.agent.calls == []
+    await u.inbound(ALICE, DM, "hello")
+    await wait_for(lambda: u.bot_msgs(), what="reply")
+    new = u.server.calls[len(before) :]
+    assert new.count("GetMessage") == 1 and new.count("GetUser") == 1, new
+    await u.idle()
+    mark = len(u.server.calls)
+    await u.inbound(ALICE, DM, "again")
+    await wait_for(lambda: len(u.bot_msgs()) == 2, what="second reply")
+    assert u.server.calls[mark:].count("GetUser") == 0  # the author is known now
+
+
+async def test_another_bot_is_recognised_by_user_bot_and_starts_no_turn(unit):
+    """``User.bot`` (beta.20) marks a bot; read as a person it would start turns and two bots
+    would answer each other. Another bot's @mention is dropped under the default allow_bots."""
+    u = await unit()
+    await u.inbound(OTHER_BOT, GENERAL, "@helper_bot ping from a bot")
+    await u.inbound(OTHER_BOT, DM, "a bot in a DM")
+    await u.idle()
+    assert u.agent.calls == [] and u.adapter.stats["dropped"] >= 2
+
+
+async def test_a_dm_opened_mid_run_is_learnt_and_answered(unit):
+    """A DM the bot did not know at connect (a person opened it later; bots cannot open DMs):
+    the first message's room is read once (GetRoom) and answered flat."""
+    from hermes_chatto.wire.types import ChattoRoom
+
+    u = await unit()
+    new_dm = "Rdmnew00000000b"
+    u.server.rooms[new_dm] = ChattoRoom(id=new_dm, kind="dm", is_member=True)
+    await u.adapter.inbound.on_event(RoomChanged(kind="user_joined_room", room_id=new_dm, actor_id=BOT.id))
+    m = u.server.post(BOB, new_dm, "hello, are you there?")
+    await u.adapter.inbound.on_event(posted(m, room_kind="dm"))
+    await wait_for(lambda: u.agent.calls, what="turn in the new DM")
+    await u.idle()
+    assert [c.message for c in u.agent.calls] == ["hello, are you there?"]
+    assert u.agent.calls[0].source.chat_type == "dm" and u.bot_msgs()[0].thread_root_event_id == ""
+
+
+async def test_downtime_beyond_the_resume_window_is_recovered_once(unit):
+    """``caught_up`` with recovery ``snapshot`` after a gap: the mention posted meanwhile is
+    read from the notifications and answered once; a second caught_up answers nothing again."""
+    from hermes_chatto.wire.notices import MessageNotice
+
+    u = await unit()
+    missed = u.server.post(ALICE, GENERAL, "@helper_bot are you back?")
+    notice = MessageNotice("direct_mention_received", GENERAL, missed.event_id, "", ALICE.id, True, missed.created_at)
+
+    async def list_notifications(*, offset=0, limit=100):
+        return ((notice,) if offset == 0 else ()), False
+
+    client = u.adapter.conn.client
+    client.list_notifications = list_notifications
+
+    async def get_room_events(room_id, *, limit=None, **kw):
+        from hermes_chatto.wire.types import TimelinePage
+
+        return TimelinePage()
+
+    client.get_room_events = get_room_events
+    gap = u.adapter.gap
+    gap.horizon_s = 4e8  # the fake server's clock stands in 2023
+    await u.adapter.inbound.on_event(CaughtUp(cursor="c2", recovery="snapshot"))
+    assert gap.task is None  # this process never saw a cursor and loaded none: nothing to recover
+    u.adapter.cursor.seen_at = missed.created_at - 10
+    await u.adapter.inbound.on_event(CaughtUp(cursor="c3", recovery="snapshot"))
+    await gap.task
+    await wait_for(lambda: u.bot_msgs(), what="answer to the missed mention")
+    await u.idle()
+    await u.adapter.inbound.on_event(CaughtUp(cursor="c4", recovery="live_only"))
+    await gap.task
+    await u.idle()
+    assert len(u.agent.calls) == 1 and u.agent.calls[0].message.endswith("@helper_bot are you back?")

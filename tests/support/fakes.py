@@ -20,7 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from hermes_chatto.ingress import mentions
 from hermes_chatto.wire.connect import Viewer
+from hermes_chatto.wire.events import MessagePosted
 from hermes_chatto.wire.errors import (
     ChattoFailedPrecondition,
     ChattoInvalidArgument,
@@ -36,6 +38,27 @@ OTHER_BOT = ChattoUser(id="Uother000000000", login="otherbot", display_name="Oth
 BOT_KEY = "cht_BK_Ubot0000000000b.c2VjcmV0LWtleS1mb3ItdGVzdHM"
 GENERAL = "Rgeneral0000000"
 DM = "Rdm00000000000a"
+USERS = {u.id: u for u in (BOT, ALICE, BOB, OTHER_BOT)}
+
+
+def posted(m: ChattoMessage, *, mentions_viewer: bool | None = None, room_kind: str = "") -> MessagePosted:
+    """The protocol-4 ``message_posted`` event Chatto sends for ``m`` (thin: ids, author id,
+    plain text, the server's mention verdict — here Chatto's rules as ingress knows them)."""
+    if mentions_viewer is None:
+        mentions_viewer = mentions(m.body, BOT.login)
+    return MessagePosted(
+        room_id=m.room_id,
+        event_id=m.event_id,
+        actor_id=m.author_id,
+        cursor=f"c-{m.event_id}",
+        created_at=m.created_at,
+        thread_root_event_id=m.thread_root_event_id,
+        in_reply_to=m.in_reply_to,
+        echo_of_event_id=m.echo_of_event_id,
+        body_plaintext=m.body,
+        room_kind=room_kind,
+        mentions_viewer=bool(mentions_viewer),
+    )
 
 
 @dataclass
@@ -104,6 +127,13 @@ class FakeClient:
         self.s.calls.append("ListRooms")
         return list(self.s.rooms.values())
 
+    async def get_user(self, *, user_id=None, login=None):
+        self.s.calls.append("GetUser")
+        for u in USERS.values():
+            if u.id == user_id or (login and u.login == login):
+                return u
+        raise ChattoNotFound("user not found")
+
     async def get_room(self, room_id):
         self.s.calls.append("GetRoom")
         if room_id not in self.s.rooms:
@@ -168,7 +198,7 @@ class FakeClient:
         return True
 
     async def update_typing(self, room_id, thread_root_event_id=""):
-        self.s.calls.append("UpdateTypingIndicator")
+        self.s.calls.append("RefreshTypingIndicator")
         self.s.typing.append((room_id, thread_root_event_id))
         return True
 
@@ -181,23 +211,17 @@ class FakeClient:
 class FakeRealtime:
     """A realtime session that is immediately caught up and delivers what tests push."""
 
-    def __init__(self, base_url, token, *, on_event, retained_rooms=list, resume_cursor=None, on_cursor=None, **_kw):
+    def __init__(self, base_url, token, *, on_event, resume_cursor=None, on_cursor=None, **_kw):
         self.on_event = on_event
-        self.retained_rooms = retained_rooms
         self.caught_up = asyncio.Event()
         self.caught_up.set()
         self._stop = asyncio.Event()
-        self.hydrated: list[str] = []
 
     async def run(self):
         await self._stop.wait()
 
     async def stop(self):
         self._stop.set()
-
-    async def hydrate_room(self, room_id):
-        self.hydrated.append(room_id)
-        return True
 
 
 class CreateRecorder:
