@@ -26,6 +26,7 @@ unit (module)           owns
 ``inbound``             realtime events → ingress → ``handle_message``
 ``media``               inbound attachments of a turn: download, cache, order
 ``lifecycle``           connect / disconnect
+``presence``            online while connected (SetPresence / RefreshPresence)
 ``boundary``            the error boundary of every host hook and realtime handler
 ======================  =========================================================
 
@@ -54,6 +55,7 @@ from .inbound import Inbound
 from .lifecycle import Lifecycle
 from .media import InboundMedia
 from .outbound import OutboundOps
+from .presence import Presence
 from .reactions import LifecycleReactions
 from .registry import register_live, unregister_live
 from .resume import RestartResume
@@ -161,6 +163,7 @@ class ChattoAdapter(_Base):
         self.reactions = LifecycleReactions(conn, self.ops)
         self.approvals = ExecApprovals.for_adapter(self)
         self.resume = RestartResume(self, conn, boundary)
+        self.presence = Presence(conn, boundary)
         self.lifecycle = Lifecycle(
             self,
             conn,
@@ -171,6 +174,7 @@ class ChattoAdapter(_Base):
             self.orphans,
             new_client=self._new_client,
             new_realtime=self._new_realtime,
+            presence=self.presence,
         )
 
     # ------------------------------------------------------------------ identity, counters

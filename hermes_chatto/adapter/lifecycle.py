@@ -93,6 +93,7 @@ class Lifecycle:
         *,
         new_client: Callable[[], Any],
         new_realtime: Callable[[], Any],
+        presence: Any = None,
     ) -> None:
         self._host = host
         self._conn = conn
@@ -103,6 +104,8 @@ class Lifecycle:
         self._rescue = rescue
         self._new_client = new_client
         self._new_realtime = new_realtime
+        #: :class:`~hermes_chatto.adapter.presence.Presence` (``None``: the bot shows no presence)
+        self._presence = presence
         self.rt_task: asyncio.Task[Any] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         # The loop holds tasks only weakly: the host's fatal-error notice is kept here until done.
@@ -138,6 +141,8 @@ class Lifecycle:
             return False
         compat.mark_connected(self._host)
         self._rescue.start()
+        if self._presence is not None:
+            self._presence.start()
         logger.info("Chatto: connected as @%s (%s), %d rooms", conn.bot_login, conn.bot_user_id, len(self._rooms.rooms))
         return True
 
@@ -212,6 +217,8 @@ class Lifecycle:
         and the stores (idempotent)."""
         self._rescue.stop()
         await self._sender.wait_idle(DISCONNECT_DELIVERY_WAIT_S)
+        if self._presence is not None:
+            await self._presence.stop()  # SetPresence(OFFLINE) while the client is still open
         await self.close_transport()
         await self._close_stores()
         self.claim.release()

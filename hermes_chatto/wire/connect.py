@@ -515,6 +515,42 @@ class ChattoClient:
         await self._call(API, "RoomService", "RefreshTypingIndicator", req, pb.RefreshTypingIndicatorResponse)
         return True
 
+    # -------------------------------------------------------------- presence
+
+    async def set_presence(self, status: int, *, user_selected: bool = False) -> int:
+        """Set the bot's presence: ``chatto.api.v1.MyAccountService/SetPresence{status,
+        user_selected}`` → the status the server stored. ``status`` is a
+        ``PresenceStatus`` value (``PRESENCE_STATUS_ONLINE`` = 1 … ``OFFLINE`` = 4);
+        ``user_selected=False`` marks it automatic (not a choice a person made). Idempotent,
+        retried like a read. Raises :class:`ChattoError` subclasses (an older server without
+        the method: :class:`ChattoNotAServerError` or code ``unimplemented``)."""
+        req = pb.SetPresenceRequest(status=cast("pb.PresenceStatus", status), user_selected=user_selected)
+        r = await self._call(API, "MyAccountService", "SetPresence", req, pb.SetPresenceResponse)
+        return int(r.status)
+
+    async def refresh_presence(self) -> int:
+        """Keep the presence set by :meth:`set_presence` alive:
+        ``chatto.api.v1.MyAccountService/RefreshPresence{}`` → the stored preference's status
+        (``PresencePreference.status``). The server forgets presence that is not refreshed
+        (TTL 60 s, docs/chatto-0.5.md §4). Idempotent, retried like a read."""
+        r = await self._call(
+            API, "MyAccountService", "RefreshPresence", pb.RefreshPresenceRequest(), pb.RefreshPresenceResponse
+        )
+        return int(r.preference.status)
+
+    async def find_dm(self, user_id: str, bot_user_id: str = "") -> ChattoRoom | None:
+        """The existing DM between the bot and exactly ``user_id``, or ``None``:
+        ``RoomDirectoryService/ListRooms{scope: DMS}``, matched on
+        ``RoomWithViewerState.member_user_ids`` (the bot itself is ignored). Never calls
+        ``StartDM`` (Chatto refuses it for bots)."""
+        req = pb.ListRoomsRequest(scope=cast("pb.RoomDirectoryScope", 3))
+        r = await self._call(API, "RoomDirectoryService", "ListRooms", req, pb.ListRoomsResponse)
+        for x in r.rooms:
+            others = {u for u in x.member_user_ids if u != bot_user_id}
+            if others == {user_id}:
+                return room_from_pb(x, x.member_user_ids)
+        return None
+
     # -------------------------------------------------------------- reads
 
     async def get_message(self, room_id: str, event_id: str) -> ChattoMessage:
