@@ -584,9 +584,9 @@ METHODS = [
     ),
     (
         lambda c: c.update_typing("R1", "E1"),
-        "RoomService/UpdateTypingIndicator",
+        "RoomService/RefreshTypingIndicator",
         {"roomId": "R1", "threadRootEventId": "E1"},
-        {"updated": True},
+        {},
         lambda r: r is True,
     ),
     (
@@ -635,7 +635,7 @@ METHODS = [
         lambda c: c.batch_get_users(["U1", "U2"]),
         "UserService/BatchGetUsers",
         {"userIds": ["U1", "U2"]},
-        {"users": [{"user": {"id": "U1", "isBot": True}}, {"user": {"id": "U2"}}]},
+        {"users": [{"user": {"id": "U1", "bot": {"ownerUserId": "U2"}}}, {"user": {"id": "U2"}}]},
         lambda r: [(u.id, u.is_bot) for u in r] == [("U1", True), ("U2", False)],
     ),
     (
