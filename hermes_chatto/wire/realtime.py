@@ -125,7 +125,7 @@ def protocol_message(server: str) -> str:
     return (
         f"The Chatto server does not speak realtime protocol 4 ({server}): this plugin speaks realtime "
         f"protocol {PROTOCOL_VERSION}, and {_SUPPORTED} (0.4.x speaks protocol 1, 0.5.0-alpha.1 … alpha.5 "
-        "protocol 2); run one of those Chatto releases."
+        "protocol 2); run a Chatto release from beta.10 to beta.20."
     )
 
 
