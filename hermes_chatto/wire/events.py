@@ -1,4 +1,4 @@
-"""Typed realtime events: what :func:`hermes_chatto.wire.frames.decode_frame` makes of one
+"""Typed realtime events: what :func:`hermes_chatto.wire.frames.event_of` makes of one
 protocol-4 ``RealtimeServerFrame`` (Chatto 0.5.0-beta.10 … beta.20, ``chatto.realtime.v1``).
 Plain data, no I/O, no Hermes import.
 

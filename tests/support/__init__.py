@@ -12,7 +12,7 @@ from another test module or a ``conftest.py``; fixtures stay in the ``conftest.p
   world (``build_gateway``, ``start_gateway``, ``wire_adapter``, ``world_ids``, ``bot_replies``).
 * :mod:`support.frontier` - ``FakeThread`` (GetThreadEvents semantics), ``Sim`` around one
   ``ThreadFrontier``, its ids and block readers.
-* :mod:`support.realtime` - ``FakeChatto``, a scripted protocol-2 websocket server, and frame builders.
+* :mod:`support.realtime` - ``FakeChatto``, a scripted protocol-4 websocket server (frames encoded with chattolib), and frame builders.
 * :mod:`support.text`     - generated message text (``mixed_text``).
 
 Nothing here imports a Hermes module at import time: the top-level ``conftest.py`` must set
