@@ -41,7 +41,7 @@ async def start_gateway(
     """``(runner, adapter)``: connected to ``base_url`` as the bot, every sender allowed.
     ``run_agent(message, source, session_key)`` answers each turn (returns Hermes' result
     dict). ``before_connect(adapter)`` runs just before ``adapter.connect`` (to wrap a unit).
-    Call with ``HERMES_HOME`` already set (see ``ingest.setup_hermes_home``)."""
+    Call with ``HERMES_HOME`` already set (see ``_util.setup_hermes_home``)."""
     os.environ.update(
         {
             "CHATTO_URL": base_url,

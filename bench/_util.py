@@ -1,8 +1,10 @@
-"""Shared helpers for the benchmark scripts (output format, repo path)."""
+"""Shared helpers for the benchmark scripts (output format, repo path, a temp Hermes home)."""
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,3 +59,15 @@ def emit(n: int, name: str, value, unit: str, goal: str, met: bool | None = None
 def note(msg: str) -> None:
     """Diagnostics go to stderr so stdout holds only metric lines."""
     print(msg, file=sys.stderr, flush=True)
+
+
+def setup_hermes_home() -> str:
+    """Point HERMES_HOME at a fresh temp dir (before Hermes modules are imported); it is
+    removed when the process exits."""
+    import atexit
+    import shutil
+
+    home = tempfile.mkdtemp(prefix="hermes-chatto-bench-")
+    os.environ["HERMES_HOME"] = home
+    atexit.register(shutil.rmtree, home, True)
+    return home

@@ -30,8 +30,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from _util import emit, note
-from ingest import setup_hermes_home
+from _util import emit, note, setup_hermes_home
 
 THREADS = 10
 

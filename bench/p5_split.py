@@ -16,8 +16,7 @@ import asyncio
 import math
 import random
 
-from _util import emit, note
-from ingest import setup_hermes_home
+from _util import emit, note, setup_hermes_home
 
 TARGET_BYTES = 100_000
 

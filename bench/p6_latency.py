@@ -37,8 +37,7 @@ import asyncio
 import re
 import time
 
-from _util import emit, note
-from ingest import setup_hermes_home
+from _util import emit, note, setup_hermes_home
 
 ROUNDS = int(
     __import__("os").environ.get("P6_ROUNDS", "600")

@@ -45,9 +45,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _util import REPO, emit, note
+from _util import REPO, emit, note, setup_hermes_home
 from hermes_chatto.wire.types import ChattoMessage
-from ingest import setup_hermes_home
 
 SEED = 17
 CHART = REPO / "docs" / "bench-p7-context.png"

@@ -40,8 +40,7 @@ import random
 import time
 from collections import Counter
 
-from _util import emit, note
-from ingest import setup_hermes_home
+from _util import emit, note, setup_hermes_home
 
 ROOMS = 500  # the demo channel + 499
 HISTORY = int(os.environ.get("P8_HISTORY", "40"))

@@ -2,10 +2,10 @@
 
 Each script runs in its own interpreter (so RSS figures are not polluted by the others)
 and prints ``P<n> <name>=<value> <unit> goal=<goal> met=<yes|NO|->`` lines on stdout;
-diagnostics go to stderr. Ratios (P3) are measured inside one script run, side by side. Exit status is
+diagnostics go to stderr. Ratios are measured inside one script run, side by side. Exit status is
 non-zero only when a script crashes - a missed goal is a finding, not a failure.
 
-Usage: ``.venv/bin/python bench/run_all.py [p1_p2 p3 ...]``
+Usage: ``.venv/bin/python bench/run_all.py [p1 p5 ...]``
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SCRIPTS = [
     "p1_p2_frontier.py",
-    "p3_ingest_cost.py",
-    "p4_throughput.py",
     "p5_split.py",
     "p6_latency.py",
     "p7_context.py",
