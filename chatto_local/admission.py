@@ -1,19 +1,18 @@
-"""Catch-up and hydration admission of the local Chatto server (imitates Chatto's
+"""Catch-up admission of the local Chatto server (imitates Chatto's
 cli/internal/http_server/realtime_catchup.go, ``realtimeCatchUpAdmission``).
 
 Per user, process-local, capacity only (authorization never depends on it):
 
-* **one** catch-up or hydration at a time: a second catch-up while one runs →
-  ``catch_up_in_progress`` (retry 1 s); a hydration while a catch-up or another
-  hydration runs → ``room_hydration_in_progress`` (retry 1 s);
+* **one** catch-up at a time: a second catch-up while one runs →
+  ``catch_up_in_progress`` (retry 1 s);
 * a **stale-cursor** resume (a cursor that is not at the current boundary: "metered") draws
   from a bucket of **3** refilled one token per **20 s**; a cursorless bootstrap or a
   cursor already at the boundary draws from a bucket of **20** refilled one per **1 s**;
   empty → ``catch_up_rate_limited`` with ``retry_after = max(1 s, (1 - tokens) × interval)``;
-* ``hydrate_room`` draws from its own bucket of **20** refilled one per **1 s** →
-  ``room_hydration_rate_limited`` (same retry rule);
-* at most 8 catch-ups/hydrations at once in the process → ``catch_up_server_busy`` /
-  ``room_hydration_server_busy`` (retry 1 s).
+* at most 8 catch-ups at once in the process → ``catch_up_server_busy`` (retry 1 s).
+
+A refusal closes the socket with ``close{TEMPORARILY_UNAVAILABLE, reconnect, retry_after}``
+and WebSocket close 1013 whose reason is the code (realtime.go).
 
 Times come from the server's :class:`~chatto_local.state.Clock` (``now_ns``), so
 ``LocalChatto.advance_clock`` refills buckets. The limits are attributes (tests may shrink
@@ -31,7 +30,7 @@ __all__ = ["Admission", "AdmissionRefused"]
 
 @dataclass(frozen=True)
 class AdmissionRefused:
-    """Why a catch-up / hydration was not admitted: the realtime ``code`` and the
+    """Why a catch-up was not admitted: the realtime ``code`` and the
     ``retry_after_ms`` the server sends with it (milliseconds)."""
 
     code: str
@@ -44,16 +43,13 @@ class _UserState:
     replay_at: float
     general_tokens: float
     general_at: float
-    hydration_tokens: float
-    hydration_at: float
     catchup_active: bool = False
-    hydration_active: bool = False
     held: int = field(default=0)  # test hook: catch-ups held "running" (see Admission.hold)
 
 
 class Admission:
-    """``acquire_catchup(user, metered)`` / ``acquire_hydration(user)`` return ``None`` when
-    admitted (call ``release_*`` after), else an :class:`AdmissionRefused`. Thread-safe."""
+    """``acquire_catchup(user, metered)`` returns ``None`` when admitted (call
+    ``release_catchup`` after), else an :class:`AdmissionRefused`. Thread-safe."""
 
     def __init__(self, now_s: Callable[[], float]) -> None:
         self._now = now_s
@@ -65,8 +61,6 @@ class Admission:
         self.replay_interval_s = 20.0
         self.general_burst = 20
         self.general_interval_s = 1.0
-        self.hydration_burst = 20
-        self.hydration_interval_s = 1.0
         #: the shortest ``retry_after`` sent (seconds; Chatto: 1 s). Tests that shrink the
         #: intervals shrink it too, so the ratios (and a client's retry budget) stay real.
         self.min_retry_s = 1.0
@@ -76,9 +70,7 @@ class Admission:
     def _state(self, user: str, now: float) -> _UserState:
         st = self._users.get(user)
         if st is None:
-            st = self._users[user] = _UserState(
-                float(self.replay_burst), now, float(self.general_burst), now, float(self.hydration_burst), now
-            )
+            st = self._users[user] = _UserState(float(self.replay_burst), now, float(self.general_burst), now)
         return st
 
     @staticmethod
@@ -97,7 +89,7 @@ class Admission:
         now = self._now()
         with self._lock:
             st = self._state(user, now)
-            if st.catchup_active or st.hydration_active or st.held:
+            if st.catchup_active or st.held:
                 return self._refuse(user, "catch_up_in_progress", self.min_retry_s)
             st.replay_tokens, st.replay_at = self._refill(
                 st.replay_tokens, st.replay_at, now, self.replay_burst, self.replay_interval_s
@@ -125,34 +117,6 @@ class Admission:
             st = self._users.get(user)
             if st is not None and st.catchup_active:
                 st.catchup_active = False
-                self._running -= 1
-
-    def acquire_hydration(self, user: str) -> AdmissionRefused | None:
-        """``realtimeCatchUpAdmission.acquireHydration``: see the module docstring."""
-        now = self._now()
-        with self._lock:
-            st = self._state(user, now)
-            if st.catchup_active or st.hydration_active or st.held:
-                return self._refuse(user, "room_hydration_in_progress", self.min_retry_s)
-            st.hydration_tokens, st.hydration_at = self._refill(
-                st.hydration_tokens, st.hydration_at, now, self.hydration_burst, self.hydration_interval_s
-            )
-            if st.hydration_tokens < 1:
-                return self._refuse(
-                    user, "room_hydration_rate_limited", (1 - st.hydration_tokens) * self.hydration_interval_s
-                )
-            if self._running >= self.max_concurrent:
-                return self._refuse(user, "room_hydration_server_busy", self.min_retry_s)
-            st.hydration_tokens -= 1
-            st.hydration_active = True
-            self._running += 1
-            return None
-
-    def release_hydration(self, user: str) -> None:
-        with self._lock:
-            st = self._users.get(user)
-            if st is not None and st.hydration_active:
-                st.hydration_active = False
                 self._running -= 1
 
     def hold(self, user: str, held: bool = True) -> None:

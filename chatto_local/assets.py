@@ -321,7 +321,7 @@ class AssetStore:
             size=len(a.data),
             width=a.width,
             height=a.height,
-            asset_url=pb.AssetUrl(url=url, expires_at=R.ts(exp * 1_000_000_000)),
+            asset_url=pb.MessageAssetUrl(url=url, expires_at=R.ts(exp * 1_000_000_000)),
         )
 
     def attachment_pb(self, row: dict[str, Any], viewer: str) -> pb.MessageAttachment:
@@ -330,7 +330,7 @@ class AssetStore:
         if a is not None and not a.deleted:
             out.width, out.height = a.width, a.height
             url, exp = self.signed_url(a.id, viewer)
-            out.asset_url.CopyFrom(pb.AssetUrl(url=url, expires_at=R.ts(exp * 1_000_000_000)))
+            out.asset_url.CopyFrom(pb.MessageAssetUrl(url=url, expires_at=R.ts(exp * 1_000_000_000)))
         return out
 
     def get_asset(self, actor: str, room_id: str, asset_id: str) -> AssetRec:

@@ -6,8 +6,8 @@ retries, no classification and no error mapping: they show the wire as it is.
 
 * :class:`RawRpc` — ``POST {base}/api/connect/{procedure}`` with JSON; returns
   ``(http_status, parsed_json_or_None, raw_bytes)``.
-* :class:`RawRealtime` — one WebSocket at ``/api/realtime`` exchanging binary
-  ``RealtimeClientFrame`` / ``RealtimeServerFrame`` protobufs (realtime protocol 2).
+* :class:`RawRealtime` — one WebSocket at ``/api/realtime``: one binary ``RealtimeSubscribe``
+  up, ``RealtimeServerFrame`` protobufs down (realtime protocol 4).
 """
 
 from __future__ import annotations
@@ -74,25 +74,35 @@ class RawRpc:
 
 
 @dataclass
-class Handshake:
-    """Frames of one handshake: ``hello``, ``subscribed``, the catch-up projection
-    frames (in order) and ``caught_up``."""
+class CatchUp:
+    """Frames of one subscribe up to ``caught_up``: the ``snapshot`` (or ``None``), the
+    replayed events in order and ``caught_up`` — or the ``close`` that ended it instead."""
 
-    hello: pb.RealtimeServerHello
-    subscribed: pb.RealtimeSubscribed
-    catchup: list[pb.RealtimeProjectionEvent] = field(default_factory=list)
+    snapshot: pb.RealtimeSnapshot | None = None
+    events: list[pb.RealtimeEvent] = field(default_factory=list)
     caught_up: pb.RealtimeCaughtUp | None = None
+    close: pb.RealtimeClose | None = None
 
 
-def op_names(ev: pb.RealtimeProjectionEvent) -> list[str]:
-    """Operation oneof names of a projection event, in order."""
-    return [op.WhichOneof("operation") for op in ev.operations]
+def subscribe_frame(
+    protocol_version: int = 4,
+    token: str | None = None,
+    resume_cursor: str | None = None,
+    initial_state: int = pb.REALTIME_INITIAL_STATE_SNAPSHOT,
+) -> bytes:
+    """A serialized ``RealtimeSubscribe``."""
+    sub = pb.RealtimeSubscribe(protocol_version=protocol_version, initial_state=initial_state)  # type: ignore[arg-type]
+    if token is not None:
+        sub.bearer_token = token
+    if resume_cursor is not None:
+        sub.resume_cursor = resume_cursor
+    return sub.SerializeToString()
 
 
 class RawRealtime:
-    """One raw realtime socket. ``await connect()``, ``send(frame)``, ``recv(timeout)``."""
+    """One raw realtime socket. ``await connect()``, ``subscribe(...)``, ``recv(timeout)``."""
 
-    def __init__(self, ws_url: str, token: str | None = None, *, protocol_version: int = 2):
+    def __init__(self, ws_url: str, token: str | None = None, *, protocol_version: int = 4):
         self.ws_url = ws_url
         self.token = token
         self.protocol_version = protocol_version
@@ -119,89 +129,78 @@ class RawRealtime:
     async def __aexit__(self, *exc) -> None:
         await self.close()
 
-    async def send(self, frame: pb.RealtimeClientFrame | bytes | str) -> None:
-        if isinstance(frame, pb.RealtimeClientFrame):
-            frame = frame.SerializeToString()
-        await self._open_ws.send(frame)
+    async def send_raw(self, data: bytes | str) -> None:
+        await self._open_ws.send(data)
 
-    async def send_hello(self, token: str | None | EllipsisType = ..., version: int | None = None) -> None:
-        h = pb.RealtimeClientHello(protocol_version=self.protocol_version if version is None else version)
+    async def send_subscribe(
+        self,
+        *,
+        resume_cursor: str | None = None,
+        initial_state: int = pb.REALTIME_INITIAL_STATE_SNAPSHOT,
+        token: str | None | EllipsisType = ...,
+        protocol_version: int | None = None,
+    ) -> None:
         tok = self.token if isinstance(token, EllipsisType) else token
-        if tok is not None:
-            h.bearer_token = tok
-        await self.send(pb.RealtimeClientFrame(hello=h))
-
-    async def send_subscribe(self, resume_cursor: str | None = None, retained: list[str] | tuple = ()) -> None:
-        s = pb.RealtimeSubscribeEvents(retained_room_ids=list(retained))
-        if resume_cursor is not None:
-            s.resume_cursor = resume_cursor
-        await self.send(pb.RealtimeClientFrame(subscribe_events=s))
+        version = self.protocol_version if protocol_version is None else protocol_version
+        await self.send_raw(subscribe_frame(version, tok, resume_cursor, initial_state))
 
     async def recv(self, timeout: float = 5.0) -> pb.RealtimeServerFrame:
         """Next server frame; raises ``TimeoutError`` or ``websockets.ConnectionClosed``."""
         data = await asyncio.wait_for(self._open_ws.recv(), timeout)
         if isinstance(data, str):
-            raise AssertionError(f"server sent a text frame: {data[:100]!r}")
+            raise AssertionError(f"text frame from server: {data!r}")
         f = pb.RealtimeServerFrame()
         f.ParseFromString(data)
         return f
 
-    async def recv_kind(self, kind: str, timeout: float = 5.0, *, skip=("heartbeat",)) -> pb.RealtimeServerFrame:
-        """Next frame of ``kind`` (oneof name); frames of kinds in ``skip`` are dropped,
-        anything else raises ``AssertionError``."""
+    async def recv_kind(self, kind: str, timeout: float = 5.0) -> pb.RealtimeServerFrame:
+        """Skip frames until one of ``kind`` (``"event"``, ``"heartbeat"``, ``"close"`` …)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         while True:
-            f = await self.recv(timeout)
-            k = f.WhichOneof("frame")
-            if k == kind:
+            f = await self.recv(max(0.01, deadline - loop.time()))
+            if f.WhichOneof("frame") == kind:
                 return f
-            if k not in skip:
-                raise AssertionError(f"expected {kind}, got {k}: {f}")
 
-    async def next_projection(self, timeout: float = 5.0) -> pb.RealtimeProjectionEvent:
-        return (await self.recv_kind("projection_event", timeout)).projection_event
+    async def next_event(self, kind: str | None = None, timeout: float = 5.0) -> pb.RealtimeEvent:
+        """The next ``event`` frame (of oneof ``kind`` when given), skipping heartbeats."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            ev = (await self.recv_kind("event", max(0.01, deadline - loop.time()))).event
+            if kind is None or ev.WhichOneof("event") == kind:
+                return ev
 
-    async def handshake(self, resume_cursor: str | None = None, retained=(), timeout: float = 10.0) -> Handshake:
-        """hello → hello → subscribe → subscribed → catch-up → caught_up."""
-        await self.send_hello()
-        hello = (await self.recv_kind("hello", timeout, skip=())).hello
-        await self.send_subscribe(resume_cursor, retained)
-        sub = (await self.recv_kind("subscribed", timeout, skip=())).subscribed
-        hs = Handshake(hello=hello, subscribed=sub)
+    async def subscribe(
+        self,
+        *,
+        resume_cursor: str | None = None,
+        initial_state: int = pb.REALTIME_INITIAL_STATE_SNAPSHOT,
+        timeout: float = 10.0,
+    ) -> CatchUp:
+        """Send the subscribe and read up to ``caught_up`` (or the ``close`` that replaces it)."""
+        await self.send_subscribe(resume_cursor=resume_cursor, initial_state=initial_state)
+        out = CatchUp()
         while True:
             f = await self.recv(timeout)
             k = f.WhichOneof("frame")
-            if k == "projection_event":
-                hs.catchup.append(f.projection_event)
+            if k == "snapshot":
+                out.snapshot = f.snapshot
+            elif k == "event":
+                out.events.append(f.event)
             elif k == "caught_up":
-                hs.caught_up = f.caught_up
-                return hs
-            else:
-                raise AssertionError(f"unexpected frame during catch-up: {k}")
+                out.caught_up = f.caught_up
+                return out
+            elif k == "close":
+                out.close = f.close
+                return out
 
-    async def barrier(self, timeout: float = 5.0) -> list[pb.RealtimeServerFrame]:
-        """Send a ping and return every non-heartbeat frame received before its pong.
-
-        The server answers frames in order, so an empty list proves that nothing was
-        queued for this socket before the ping (a wait-free "nothing arrived" check).
-        """
-        nonce = f"barrier-{id(self)}-{asyncio.get_running_loop().time()}"
-        await self.send(pb.RealtimeClientFrame(ping=pb.RealtimePing(nonce=nonce)))
-        seen: list[pb.RealtimeServerFrame] = []
-        while True:
-            f = await self.recv(timeout)
-            k = f.WhichOneof("frame")
-            if k == "pong" and f.pong.nonce == nonce:
-                return seen
-            if k != "heartbeat":
-                seen.append(f)
-
-    async def wait_closed(self, timeout: float = 5.0) -> tuple[list[pb.RealtimeServerFrame], int | None]:
-        """Read until the server closes; returns (frames read, WebSocket close code)."""
-        frames = []
+    async def wait_closed(self, timeout: float = 5.0) -> tuple[int | None, str]:
+        """Wait for the server to close; returns ``(ws close code, reason)``."""
+        ws = self._open_ws
         try:
             while True:
-                frames.append(await self.recv(timeout))
-        except websockets.ConnectionClosed:
-            pass
-        rcvd = self._open_ws.protocol.close_rcvd
-        return frames, (rcvd.code if rcvd is not None else None)
+                await asyncio.wait_for(ws.recv(), timeout)
+        except websockets.ConnectionClosed as e:
+            rcvd = e.rcvd
+            return (rcvd.code if rcvd else None), (rcvd.reason if rcvd else "")

@@ -1,24 +1,33 @@
-"""Realtime WebSocket of the local Chatto server: ``GET /api/realtime``, binary protobuf
-``RealtimeClientFrame`` up / ``RealtimeServerFrame`` down (Chatto's realtime protocol 2,
-cli/internal/http_server/realtime.go).
+"""Realtime WebSocket of the local Chatto server, protocol 4 (Chatto 0.5.0-beta.10 … beta.20):
+``GET /api/realtime``, one binary ``RealtimeSubscribe`` up, ``RealtimeServerFrame`` down.
 
-Handshake: ``hello`` (version checked before auth: ≠ configured version →
-fatal ``unsupported_protocol`` + WS close 1002; bad credential → fatal
-``authentication_required`` + 1008) → server ``hello`` → ``subscribe_events`` must be the
-second frame (else fatal ``bad_subscribe``; > 64 retained ids, an empty id or one over 256
-bytes also) → ``subscribed{start_cursor}`` → catch-up (reset path in Chatto's order, or replay
-of missed facts from a valid resume cursor) → reconciliation → ``caught_up{cursor}`` →
-live: projection events, typing envelopes, heartbeats every interval, ``pong`` for
-``ping``, ``hydrate_room`` (cap 64 → non-fatal ``too_many_retained_rooms``). A text frame
-or an undecodable frame is fatal ``bad_frame``. Catch-ups and hydrations pass the admission
-of :mod:`.admission` (realtime_catchup.go): a refused catch-up gets ``close{code,
-reconnect=true, retry_after_ms}`` + WS 1013 before ``subscribed``; a refused hydration a
-non-fatal room error with ``retry_after_ms`` (the room is not retained).
+Modelled on cli/internal/http_server/realtime.go (facts and sources: docs/chatto-0.5.md §1):
 
-Threading: sockets live on the server's event loop. Facts published by the state (from
-any thread, under the state lock) are handed over with ``loop.call_soon_threadsafe`` and
-rendered per connection in order; a connection ignores facts at or below the sequence it
-caught up to, so catch-up and live delivery never overlap or leave gaps.
+* The first client message must arrive within the subscribe timeout (10 s), binary, a
+  decodable ``RealtimeSubscribe``; else ``close{INVALID_REQUEST}`` + WS 1002.
+  ``protocol_version`` ≠ 4 → ``UNSUPPORTED_PROTOCOL`` (1002); ``initial_state`` not
+  LIVE_ONLY/SNAPSHOT → ``INVALID_REQUEST`` (1002); a bad or absent credential →
+  ``AUTHENTICATION_REQUIRED`` (1008); an auth backend outage → ``TEMPORARILY_UNAVAILABLE``,
+  retry 1 s (1013); a refused catch-up admission (realtime_catchup.go) →
+  ``TEMPORARILY_UNAVAILABLE`` with the limiter's ``retry_after`` (1013, reason = the code).
+  None of these closes asks for a reconnect except the temporary ones.
+* Catch-up (:func:`chatto_local.events.plan_replay`): a resume replays the missed events,
+  each with its ``cursor``, then ``caught_up{cursor, RESUMED}``; a reset sends one
+  ``snapshot`` (initial_state SNAPSHOT) then ``caught_up{cursor, SNAPSHOT}``, or just
+  ``caught_up{cursor, LIVE_ONLY}``. An unusable cursor is a reset by default; with
+  ``LocalChatto.invalid_cursor_close`` the socket is closed ``INVALID_REQUEST`` (1008
+  "replay unavailable") instead, the guard path realtime.go keeps.
+* Live: durable events with a cursor, transient ones (``user_typing``, ``presence_changed``,
+  ``notification_occurrences_changed``) without; ``heartbeat{cursor}`` every interval (15 s)
+  whose cursor covers every durable fact processed, delivered or filtered out. Facts at or
+  below the catch-up boundary are not sent twice.
+* Mid-stream closes: an RBAC fact → ``RESYNC_REQUIRED`` (reconnect); a revoked bot key or a
+  credential that stops validating → ``AUTHENTICATION_REQUIRED`` (1008, no reconnect); a slow
+  consumer (256 queued, my_events_model.go) → ``TEMPORARILY_UNAVAILABLE`` "event stream
+  closed", reconnect, retry 1 s; any client message after the subscribe → ``INVALID_REQUEST``.
+
+Threading: sockets live on the server's event loop. Facts published by the state (any
+thread, state lock held) are handed over with ``loop.call_soon_threadsafe``.
 """
 
 from __future__ import annotations
@@ -35,56 +44,59 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
-from . import projection as P
-from . import render as R
-from .cursors import new_id
+from . import events as EV
 from .rpc import abort_transport
-from .state import MAX_RETAINED_ROOMS, Fact
+from .state import Fact
 
 if TYPE_CHECKING:  # pragma: no cover
     from .server import LocalChatto
 
 log = logging.getLogger("chatto_local.realtime")
 
+PROTOCOL_VERSION = 4  #: ``realtimeProtocolVersion``
 _ORIGIN_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*://[^/?#@\s]+$")
 
-#: WebSocket close code sent after a fatal error / close frame with this realtime code.
+INVALID_REQUEST = pb.REALTIME_CLOSE_CODE_INVALID_REQUEST
+UNSUPPORTED_PROTOCOL = pb.REALTIME_CLOSE_CODE_UNSUPPORTED_PROTOCOL
+TEMPORARILY_UNAVAILABLE = pb.REALTIME_CLOSE_CODE_TEMPORARILY_UNAVAILABLE
+AUTHENTICATION_REQUIRED = pb.REALTIME_CLOSE_CODE_AUTHENTICATION_REQUIRED
+SESSION_RENEWAL_REQUIRED = pb.REALTIME_CLOSE_CODE_SESSION_RENEWAL_REQUIRED
+RESYNC_REQUIRED = pb.REALTIME_CLOSE_CODE_RESYNC_REQUIRED
+SESSION_TERMINATED = pb.REALTIME_CLOSE_CODE_SESSION_TERMINATED
+PRIVILEGED_MODE_EXPIRED = pb.REALTIME_CLOSE_CODE_PRIVILEGED_MODE_EXPIRED
+
+#: WebSocket close code after a ``close`` frame with this realtime code (realtime.go).
 WS_CODES = {
-    "bad_hello": 1002,
-    "bad_subscribe": 1002,
-    "unsupported_protocol": 1002,
-    "bad_frame": 1003,
-    "authentication_required": 1008,
-    "invalid_cursor": 1008,
-    "cursor_expired": 1008,
-    "replay_limit_exceeded": 1008,
-    "temporarily_unavailable": 1013,
-    "subscribe_failed": 1011,
-    "catch_up_in_progress": 1013,
-    "catch_up_rate_limited": 1013,
-    "catch_up_server_busy": 1013,
+    INVALID_REQUEST: 1002,
+    UNSUPPORTED_PROTOCOL: 1002,
+    AUTHENTICATION_REQUIRED: 1008,
+    TEMPORARILY_UNAVAILABLE: 1013,
 }
 
 
-def ws_code_for(code: str, default: int = 1000) -> int:
-    return WS_CODES.get(code, default)
+def close_code(code: int | str) -> int:
+    """A ``RealtimeCloseCode`` value from an int or a name (``"RESYNC_REQUIRED"``,
+    ``"resync_required"`` or the full ``REALTIME_CLOSE_CODE_…``)."""
+    if isinstance(code, int):
+        return code
+    name = code.upper()
+    if not name.startswith("REALTIME_CLOSE_CODE_"):
+        name = "REALTIME_CLOSE_CODE_" + name
+    return int(pb.RealtimeCloseCode.Value(name))
 
 
-def error_frame(
-    code: str, message: str, *, fatal: bool, retry_after_ms: int | None = None, room_id: str | None = None
-) -> bytes:
-    e = pb.RealtimeError(code=code, message=message, fatal=fatal)
-    if retry_after_ms is not None:
-        e.retry_after_ms = retry_after_ms
-    if room_id is not None:
-        e.room_id = room_id
-    return pb.RealtimeServerFrame(error=e).SerializeToString()
+def ws_code_for(code: int | str, default: int = 1000) -> int:
+    return WS_CODES.get(close_code(code), default)  # type: ignore[call-overload]
 
 
-def close_frame(code: str, message: str, *, reconnect: bool, retry_after_ms: int = 0) -> bytes:
-    return pb.RealtimeServerFrame(
-        close=pb.RealtimeClose(code=code, message=message, reconnect=reconnect, retry_after_ms=retry_after_ms)
-    ).SerializeToString()
+def close_frame(code: int | str, message: str, *, reconnect: bool, retry_after_s: float | None = None) -> bytes:
+    """A serialized ``RealtimeServerFrame{close}``; ``retry_after_s`` → ``retry_after`` Duration."""
+    c = pb.RealtimeClose(code=close_code(code), message=message, reconnect=reconnect)  # type: ignore[arg-type]
+    if retry_after_s is not None:
+        secs = int(retry_after_s)
+        c.retry_after.seconds = secs
+        c.retry_after.nanos = int(round((retry_after_s - secs) * 1e9))
+    return pb.RealtimeServerFrame(close=c).SerializeToString()
 
 
 class _Close:
@@ -105,15 +117,16 @@ class Conn:
         self.ws = ws
         self.user_id: str | None = None
         self.token: str | None = None
-        self.protocol = 0
-        self.retained: list[str] = []
-        self.boundary = 0
+        self.key_id: str | None = None  #: the bot key this socket authenticated with
+        self.initial_state = 0
+        self.boundary = 0  #: newest log sequence processed (delivered or filtered out)
         self.live = False
-        self.caught_up = False
-        self.path = ""
+        self.recovery = 0  #: ``RealtimeRecovery`` of the catch-up
+        self.path = ""  #: "reset" | "replay"
         self.closing = False
         self.queue: asyncio.Queue = asyncio.Queue()
         self.frames_sent = 0
+        self.events_sent = 0
         #: ``time.monotonic()`` when the writer began the frame it is still sending, else None
         self.send_started: float | None = None
 
@@ -131,59 +144,79 @@ class Conn:
         self.closing = True
         self.queue.put_nowait(_Close(ws_code, reason))
 
+    def close_with(self, code: int | str, message: str, *, reconnect: bool, retry_after_s: float | None = None) -> None:
+        self.close(
+            close_frame(code, message, reconnect=reconnect, retry_after_s=retry_after_s), ws_code_for(code, 1000)
+        )
+
     def abort(self) -> None:
         """Drop the TCP connection now (no close frame); falls back to a 1011 close."""
         self.closing = True
         abort_transport(getattr(self.ws, "_receive", None))
         self.queue.put_nowait(_Close(1011, "dropped"))
 
-    def deliver(self, facts: list[Fact]) -> None:
-        state = self.hub.server.state
-        viewer = self.user_id
-        if viewer is None:  # a socket goes live only after an authenticated hello
-            return
+    def send_event(self, ev: pb.RealtimeEvent) -> bool:
+        """Queue one event; False (and the socket closed) when the client is a slow consumer."""
         server = self.hub.server
+        if self.queue.qsize() >= server.subscriber_buffer and self._write_blocked(server.slow_write_s):
+            self._slow_consumer()
+            return False
+        self.send(pb.RealtimeServerFrame(event=ev).SerializeToString())
+        self.events_sent += 1
+        return True
+
+    def deliver(self, facts: list[Fact]) -> None:
+        """Live durable facts (server loop): RBAC → ``RESYNC_REQUIRED`` (the cursor stays
+        before the fact, so the reconnect's replay resets); each other fact advances the
+        boundary and is sent when the viewer may see it, with a fresh cursor."""
+        viewer = self.user_id
+        if viewer is None or not self.live or self.closing:
+            return
+        state = self.hub.server.state
         with state.lock:
             for f in facts:
                 if f.seq <= self.boundary:
                     continue
-                frame = P.fact_frame(state, f, viewer, self.retained)
-                if frame is None:
-                    continue
-                if self.queue.qsize() >= server.subscriber_buffer and self._write_blocked(server.slow_write_s):
-                    self._slow_consumer()
+                if f.rbac:
+                    self.close_with(RESYNC_REQUIRED, "authorization changed", reconnect=True)
                     return
-                self.send(frame.SerializeToString())
+                self.boundary = f.seq
+                ev = EV.event_for(state, f, viewer)
+                if ev is None:
+                    continue
+                ev.cursor = EV.cursor_at(state, viewer, f.seq)
+                if not self.send_event(ev):
+                    return
 
     def _write_blocked(self, seconds: float) -> bool:
-        """The writer has waited at least ``seconds`` on one frame: the client is not reading
-        (its TCP window and this socket's buffers are full). A queue that is only long because
-        this server's own loop is busy is not the client's fault: Chatto's Go writer drains its
-        queue at once, until a write blocks."""
+        """The writer has waited at least ``seconds`` on one frame: the client is not reading.
+        A queue that is only long because this server's own loop is busy is not the client's
+        fault: Chatto's Go writer drains its queue at once, until a write blocks."""
         started = self.send_started
         return started is not None and time.monotonic() - started >= seconds
 
     def _slow_consumer(self) -> None:
-        """Chatto drops a subscriber whose live queue is full (``enqueueSubscriberLocked`` in
-        cli/internal/core/my_events_hub.go: "Slow myEvents subscriber filled event queue");
-        the socket writes what it holds, then ``close{stream_closed, reconnect, 1000 ms}``
-        (realtime.go, the events channel closed). The client resumes from its cursor."""
+        """Chatto ends a stream whose live queue is full (``liveDispatchSubscriberSlow``,
+        my_events_model.go): ``close{TEMPORARILY_UNAVAILABLE, "event stream closed",
+        reconnect, retry 1 s}`` (realtime.go, the events channel closed)."""
         if self.closing:
             return
         self.hub.server.slow_disconnects += 1
         log.warning("local chatto: slow realtime consumer %s dropped (%d frames queued)", self.id, self.queue.qsize())
-        self.close(close_frame("stream_closed", "event stream closed", reconnect=True, retry_after_ms=1000), 1000)
+        self.close_with(TEMPORARILY_UNAVAILABLE, "event stream closed", reconnect=True, retry_after_s=1.0)
 
     def info(self) -> dict:
         return {
             "id": self.id,
             "user_id": self.user_id,
-            "retained": list(self.retained),
+            "key_id": self.key_id,
             "live": self.live,
-            "caught_up": self.caught_up,
             "path": self.path,
-            "protocol": self.protocol,
+            "recovery": self.recovery,
+            "initial_state": self.initial_state,
+            "protocol": PROTOCOL_VERSION,
             "frames_sent": self.frames_sent,
+            "events_sent": self.events_sent,
         }
 
 
@@ -212,45 +245,38 @@ class Hub:
         self._call(self._transient, kind, payload)
 
     def _deliver(self, facts: list[Fact]) -> None:
-        rbac = any(f.rbac for f in facts)
         for conn in list(self.conns):
-            if not conn.live or conn.protocol != 2:
-                continue
             conn.deliver(facts)
-            if rbac:
-                conn.close(close_frame("projection_reset_required", "authorization changed", reconnect=True), 1000)
+        if any(f.kind == "user_deleted" for f in facts):
+            self.revalidate()
+
+    def revalidate(self, user_id: str | None = None) -> None:
+        """Close sockets whose credential no longer authenticates (a revoked key, a deleted
+        account or bot owner): ``AUTHENTICATION_REQUIRED``, no reconnect (realtime.go)."""
+        server = self.server
+        for conn in list(self.conns):
+            if conn.user_id is None or conn.closing or (user_id is not None and conn.user_id != user_id):
+                continue
+            if server.authenticate(conn.token) != conn.user_id:
+                server._forget_conn(conn)
+                msg = "bot API key is no longer valid" if conn.key_id else "authentication required"
+                conn.close_with(AUTHENTICATION_REQUIRED, msg, reconnect=False)
 
     def _transient(self, kind: str, payload: dict) -> None:
-        if kind == "notifications":
-            self._notifications(payload["user_id"])
+        if kind == "typing":
+            ev = EV.typing_event(payload)
+            targets = [c for c in self.conns if c.user_id in payload["audience"]]
+        elif kind == "presence":
+            ev = EV.presence_event(payload)
+            targets = list(self.conns)
+        elif kind == "notifications":
+            ev = EV.notifications_event(payload)
+            targets = [c for c in self.conns if c.user_id == payload["user_id"]]
+        else:
             return
-        if kind != "typing":
-            return
-        env = pb.RealtimeEventEnvelope(
-            id=new_id("E"),
-            created_at=R.ts(payload["created_ns"]),
-            actor_id=payload["actor_id"],
-            user_typing=pb.RealtimeTypingEvent(room_id=payload["room_id"]),
-        )
-        if payload["thread_root_event_id"]:
-            env.user_typing.thread_root_event_id = payload["thread_root_event_id"]
-        data = pb.RealtimeServerFrame(event=env).SerializeToString()
-        for conn in list(self.conns):
-            if conn.live and conn.protocol == 2 and conn.user_id in payload["audience"]:
-                conn.send(data)
-
-    def _notifications(self, user_id: str) -> None:
-        """Live ``notification_occurrences_replace`` (NotificationOccurrencesInvalidated:
-        a live event, no resume cursor) to every live socket of ``user_id``."""
-        state = self.server.state
-        with state.lock:
-            ev = P.synthetic_event(
-                state, [P.Op(notification_occurrences_replace=P.notifications_replace(state, user_id))]
-            )
-        data = ev.SerializeToString()
-        for conn in list(self.conns):
-            if conn.live and conn.protocol == 2 and conn.user_id == user_id:
-                conn.send(data)
+        for conn in targets:
+            if conn.live and not conn.closing:
+                conn.send_event(ev)
 
     # fault / driver entry points (any thread)
     def for_user(self, user_id: str | None, fn) -> None:
@@ -267,7 +293,8 @@ def _valid_origin(origin: str) -> bool:
 
 
 async def _recv(ws: WebSocket, timeout: float | None):
-    """Next client message: ``bytes``, ``str`` (text frame) or ``None`` (disconnected/timeout)."""
+    """Next client message: ``bytes``, ``str`` (text frame), ``TimeoutError()`` or ``None``
+    (disconnected)."""
     try:
         msg = await asyncio.wait_for(ws.receive(), timeout) if timeout else await ws.receive()
     except TimeoutError:
@@ -296,13 +323,12 @@ async def realtime_endpoint(ws: WebSocket) -> None:
     heartbeat: asyncio.Task | None = None
     try:
         heartbeat = await _session(server, conn)
-        if heartbeat is not None or conn.protocol:
-            while True:
-                data = await _recv(ws, None)
-                if data is None:
-                    break
-                if not _handle_live(server, conn, data):
-                    break
+        while heartbeat is not None and not conn.closing:
+            data = await _recv(ws, None)
+            if data is None:
+                break
+            # realtime.go: the client sends nothing after the subscribe
+            conn.close_with(INVALID_REQUEST, "unexpected client message after subscribe", reconnect=False)
         if not conn.closing:
             conn.close(None, 1000)
         await asyncio.wait_for(asyncio.shield(writer), 5)
@@ -339,240 +365,135 @@ async def _writer(conn: Conn) -> None:
         return
 
 
-def _fatal(conn: Conn, code: str, message: str, ws_code: int | None = None) -> None:
-    conn.close(error_frame(code, message, fatal=True), ws_code if ws_code is not None else ws_code_for(code, 1011))
-
-
-async def _expect_frame(
-    server: LocalChatto, conn: Conn, kind: str, code: str, wrong: str
-) -> pb.RealtimeClientFrame | None:
-    """Read one handshake frame that must be ``kind``; on timeout, a text frame, garbage or
-    another frame kind, queue the fatal error the real server sends (``code`` /
-    ``bad_frame``) and return ``None``."""
-    data = await _recv(conn.ws, server.hello_timeout)
-    if data is None:
-        return None
+def _read_subscribe(conn: Conn, data) -> pb.RealtimeSubscribe | None:
+    """The subscribe message, or ``None`` with ``close{INVALID_REQUEST}`` queued."""
     if isinstance(data, TimeoutError):
-        _fatal(conn, code, f"timed out waiting for {kind}")
+        conn.close_with(INVALID_REQUEST, "timed out waiting for subscribe", reconnect=False)
         return None
     if isinstance(data, str):
-        _fatal(conn, "bad_frame", "text frames are not supported")
+        conn.close_with(INVALID_REQUEST, "subscribe must be a binary frame", reconnect=False)
         return None
-    frame = pb.RealtimeClientFrame()
+    sub = pb.RealtimeSubscribe()
     try:
-        frame.ParseFromString(data)
+        sub.ParseFromString(data)
     except DecodeError:
-        _fatal(conn, "bad_frame", "malformed frame")
+        conn.close_with(INVALID_REQUEST, "malformed subscribe", reconnect=False)
         return None
-    if frame.WhichOneof("frame") != kind:
-        _fatal(conn, code, wrong)
-        return None
-    return frame
+    return sub
 
 
 async def _session(server: LocalChatto, conn: Conn) -> asyncio.Task | None:
-    """Handshake + catch-up. Returns the heartbeat task once live, ``None`` when the
-    socket is being closed (the close is already queued)."""
-    ws, state = conn.ws, server.state
-    frame = await _expect_frame(server, conn, "hello", "bad_hello", "first frame must be hello")
-    if frame is None:
+    """Subscribe validation + catch-up. Returns the heartbeat task once live, ``None`` when
+    the socket is being closed (the close is already queued) or the client went away."""
+    data = await _recv(conn.ws, server.subscribe_timeout)
+    if data is None:
         return None
-    hello = frame.hello
-    if hello.protocol_version != server.protocol_version:
-        _fatal(conn, "unsupported_protocol", f"unsupported realtime protocol version {hello.protocol_version}", 1002)
+    sub = _read_subscribe(conn, data)
+    if sub is None:
         return None
-    token = hello.bearer_token if hello.HasField("bearer_token") else None
+    if sub.protocol_version != server.protocol_version:
+        conn.close_with(
+            UNSUPPORTED_PROTOCOL,
+            f"unsupported realtime protocol version {sub.protocol_version}; this server speaks {server.protocol_version}",
+            reconnect=False,
+        )
+        return None
+    if sub.initial_state not in (pb.REALTIME_INITIAL_STATE_LIVE_ONLY, pb.REALTIME_INITIAL_STATE_SNAPSHOT):
+        conn.close_with(INVALID_REQUEST, "initial_state must be LIVE_ONLY or SNAPSHOT", reconnect=False)
+        return None
+    token = sub.bearer_token if sub.HasField("bearer_token") else None
     if token is None:
-        h = ws.headers.get("authorization")
+        h = conn.ws.headers.get("authorization")
         token = h[len("Bearer ") :] if h and h.startswith("Bearer ") else None
     if server.auth_backend_down:
-        _fatal(conn, "temporarily_unavailable", "authentication backend unavailable", 1013)
+        conn.close_with(
+            TEMPORARILY_UNAVAILABLE, "authentication backend unavailable", reconnect=True, retry_after_s=1.0
+        )
         return None
     user_id = server.authenticate(token)
     server._record_hello(token, user_id)
     if user_id is None:
-        _fatal(conn, "authentication_required", "authentication required", 1008)
+        conn.close_with(AUTHENTICATION_REQUIRED, "authentication required", reconnect=False)
         return None
-    conn.user_id, conn.token, conn.protocol = user_id, token, server.protocol_version
-    caps = P.CAPABILITIES_V2 if conn.protocol == 2 else P.CAPABILITIES_V1
-    conn.send(
-        pb.RealtimeServerFrame(
-            hello=pb.RealtimeServerHello(
-                protocol_version=conn.protocol,
-                server_version=state.version,
-                heartbeat_interval_seconds=server.advertised_heartbeat,
-                capabilities=list(caps),
-            )
-        ).SerializeToString()
-    )
-
-    frame = await _expect_frame(
-        server, conn, "subscribe_events", "bad_subscribe", "second frame must be subscribe_events"
-    )
-    if frame is None:
-        return None
-    sub = frame.subscribe_events
-    ids = list(sub.retained_room_ids)
-    if len(ids) > MAX_RETAINED_ROOMS:
-        _fatal(conn, "bad_subscribe", f"at most {MAX_RETAINED_ROOMS} retained rooms")
-        return None
-    if any(not i or len(i.encode()) > 256 for i in ids):
-        _fatal(conn, "bad_subscribe", "invalid retained room id")
-        return None
-    conn.retained = list(dict.fromkeys(ids))
-
-    if conn.protocol != 2:  # protocol 1 (0.4.x): plain subscription, no projection/cursors
-        conn.send(pb.RealtimeServerFrame(subscribed=pb.RealtimeSubscribed()).SerializeToString())
-        conn.live = conn.caught_up = True
-        server._conn_caught_up(conn)
-        return asyncio.create_task(_heartbeats(server, conn))
+    conn.user_id, conn.token = user_id, token
+    conn.key_id = server.state.key_id_of(token)
+    conn.initial_state = int(sub.initial_state)
 
     cursor = sub.resume_cursor if sub.HasField("resume_cursor") else None
-    # admission (realtime.go: after subscribe_events, before subscribed; realtime_catchup.go):
-    # a cursor that is not at the current boundary is a metered stale-cursor replay
-    metered = cursor is not None and cursor != "" and not _at_boundary(state, cursor, user_id)
+    state = server.state
+    with state.lock:
+        metered = bool(cursor) and not EV.at_boundary(state, cursor or "", user_id)
     refused = server.admission.acquire_catchup(user_id, metered=metered)
     if refused is not None:
         conn.close(
             close_frame(
-                refused.code,
+                TEMPORARILY_UNAVAILABLE,
                 "realtime catch-up capacity is temporarily unavailable",
                 reconnect=True,
-                retry_after_ms=refused.retry_after_ms,
+                retry_after_s=refused.retry_after_ms / 1000,
             ),
             1013,
             refused.code,
         )
         return None
     try:
-        _catch_up(server, conn, cursor)
+        ok = _catch_up(server, conn, cursor)
     finally:
         server.admission.release_catchup(user_id)
+    if not ok:
+        return None
     server._conn_caught_up(conn)
     return asyncio.create_task(_heartbeats(server, conn))
 
 
-def _at_boundary(state, cursor: str, viewer: str) -> bool:
-    """``RealtimeCursorAtCurrentBoundary``: the cursor opens for ``viewer`` at the newest fact."""
-    try:
-        seq, _issued = state.sealer.open_resume_cursor(cursor, viewer)
-    except ValueError:
-        return False
-    return seq == state.seq
-
-
-def _catch_up(server: LocalChatto, conn: Conn, cursor: str | None) -> None:
-    """Reset or replay path, reconciliation and ``caught_up`` (queued in one step)."""
-    state, user_id = server.state, conn.user_id
-    assert user_id is not None
-    # catch-up is computed and the socket registered for live facts atomically (state lock,
-    # no await), so live facts continue exactly after the catch-up boundary.
+def _catch_up(server: LocalChatto, conn: Conn, cursor: str | None) -> bool:
+    """Plan, snapshot/replay and ``caught_up``, queued in one step under the state lock so
+    live facts continue exactly after the boundary. False when the socket was closed."""
+    state, viewer = server.state, conn.user_id
+    assert viewer is not None
     with state.lock:
-        force = server._consume_forced_reset(user_id)
-        facts, reason = P.replay_facts(state, user_id, cursor, force_reset=force)
+        plan = EV.plan_replay(
+            state,
+            viewer,
+            cursor,
+            lifetime_s=server.cursor_lifetime,
+            scan_limit=server.replay_scan_limit,
+            event_limit=server.replay_event_limit,
+        )
+        if plan.reset and plan.reason in ("invalid_cursor", "cursor_expired") and server.invalid_cursor_close:
+            server._record_catchup(viewer, "closed", plan.reason)
+            frame = close_frame(INVALID_REQUEST, "replay unavailable", reconnect=False, retry_after_s=1.0)
+            conn.close(frame, 1008, "replay unavailable")
+            return False
         conn.boundary = state.seq
-        now = state.now_ns()
-        if facts is None:
+        if plan.reset:
             conn.path = "reset"
-            start = state.sealer.resume_cursor(user_id, state.seq, now)
-            frames = P.reset_frames(state, user_id, conn.retained)
+            if conn.initial_state == pb.REALTIME_INITIAL_STATE_SNAPSHOT:
+                conn.recovery = pb.REALTIME_RECOVERY_SNAPSHOT
+                conn.send(pb.RealtimeServerFrame(snapshot=EV.snapshot(state, viewer)).SerializeToString())
+            else:
+                conn.recovery = pb.REALTIME_RECOVERY_LIVE_ONLY
         else:
             conn.path = "replay"
-            assert cursor is not None  # replay_facts answers None (a reset) without a cursor
-            start = cursor
-            frames = [f for f in (P.fact_frame(state, x, user_id, conn.retained) for x in facts) if f is not None]
-        frames.append(P.reconciliation(state, user_id, replay=facts is not None))
-        caught = pb.RealtimeServerFrame(
-            caught_up=pb.RealtimeCaughtUp(cursor=state.sealer.resume_cursor(user_id, state.seq, now))
-        )
-        conn.send(pb.RealtimeServerFrame(subscribed=pb.RealtimeSubscribed(start_cursor=start)).SerializeToString())
-        for f in frames:
-            conn.send(f.SerializeToString())
-        conn.send(caught.SerializeToString())
-        conn.live = conn.caught_up = True
-        server._record_catchup(user_id, conn.path, reason)
+            conn.recovery = pb.REALTIME_RECOVERY_RESUMED
+            for seq, ev in plan.events:
+                ev.cursor = EV.cursor_at(state, viewer, seq)
+                conn.send(pb.RealtimeServerFrame(event=ev).SerializeToString())
+                conn.events_sent += 1
+        caught = pb.RealtimeCaughtUp(cursor=EV.cursor_at(state, viewer, state.seq), recovery=conn.recovery)
+        conn.send(pb.RealtimeServerFrame(caught_up=caught).SerializeToString())
+        conn.live = True
+        server._record_catchup(viewer, conn.path, plan.reason)
+        return True
 
 
 async def _heartbeats(server: LocalChatto, conn: Conn) -> None:
+    """``heartbeat{cursor}`` every ``heartbeat_interval`` (``MyEventsHeartbeatInterval``,
+    15 s): the cursor covers every durable fact this socket has processed."""
     while not conn.closing:
         await asyncio.sleep(server.heartbeat_interval)
-        if conn.closing:
+        if conn.closing or conn.user_id is None:
             return
-        conn.send(
-            pb.RealtimeServerFrame(
-                heartbeat=pb.RealtimeHeartbeat(id=new_id("E"), created_at=R.ts(server.state.now_ns()))
-            ).SerializeToString()
-        )
-
-
-def _handle_live(server: LocalChatto, conn: Conn, data) -> bool:
-    """One client frame after subscription; False ends the read loop."""
-    if isinstance(data, TimeoutError):
-        return True
-    if isinstance(data, str):
-        _fatal(conn, "bad_frame", "text frames are not supported")
-        return True  # keep reading until the close completes
-    frame = pb.RealtimeClientFrame()
-    try:
-        frame.ParseFromString(data)
-    except DecodeError:
-        _fatal(conn, "bad_frame", "malformed frame")
-        return True
-    kind = frame.WhichOneof("frame")
-    if kind == "ping":
-        conn.send(pb.RealtimeServerFrame(pong=pb.RealtimePong(nonce=frame.ping.nonce)).SerializeToString())
-    elif kind == "hydrate_room" and conn.protocol == 2:
-        _hydrate(server, conn, frame.hydrate_room.room_id)
-    return True
-
-
-def _hydrate(server: LocalChatto, conn: Conn, room_id: str) -> None:
-    """``hydrate_room``: room_upsert (full membership) + room_timeline_replace."""
-    if room_id in conn.retained:
-        return
-    if len(conn.retained) >= MAX_RETAINED_ROOMS:
-        conn.send(
-            error_frame(
-                "too_many_retained_rooms",
-                f"at most {MAX_RETAINED_ROOMS} retained rooms per connection",
-                fatal=False,
-                room_id=room_id,
-            )
-        )
-        return
-    assert conn.user_id is not None
-    refused = server.admission.acquire_hydration(conn.user_id)
-    if refused is not None:  # realtime.go: writeRoomError(code, ..., roomID, retryAfter); not retained
-        conn.send(
-            error_frame(
-                refused.code,
-                "room hydration capacity is temporarily unavailable",
-                fatal=False,
-                retry_after_ms=refused.retry_after_ms,
-                room_id=room_id,
-            )
-        )
-        return
-    try:
-        _hydrate_admitted(server, conn, room_id)
-    finally:
-        server.admission.release_hydration(conn.user_id)
-    server.hydrations.append((conn.user_id, room_id))
-
-
-def _hydrate_admitted(server: LocalChatto, conn: Conn, room_id: str) -> None:
-    state = server.state
-    conn.retained.append(room_id)
-    with state.lock:
-        room = state.rooms.get(room_id)
-        if room is None or conn.user_id not in room.members:
-            conn.send(error_frame("room_unavailable", "room is not available", fatal=False, room_id=room_id))
-            return
-        ev = P.synthetic_event(
-            state,
-            [
-                P.room_upsert(state, room, conn.user_id, with_members=True),
-                P.timeline_replace(state, room, conn.user_id),
-            ],
-        )
-        conn.send(ev.SerializeToString())
+        with server.state.lock:
+            cur = EV.cursor_at(server.state, conn.user_id, conn.boundary)
+        conn.send(pb.RealtimeServerFrame(heartbeat=pb.RealtimeHeartbeat(cursor=cur)).SerializeToString())

@@ -27,12 +27,19 @@ def ts(ns: int) -> Timestamp:
     return t
 
 
-def user_pb(u: UserRec) -> pb.User:
-    return pb.User(id=u.id, login=u.login, display_name=u.display_name, is_bot=u.is_bot, deleted=u.deleted)
+def user_pb(u: UserRec, state: ChattoState | None = None) -> pb.User:
+    """``chatto.api.v1.User``: a bot carries ``bot`` (``BotInfo{owner_user_id}``, field 11;
+    beta.20 has no ``is_bot``); ``presence_status`` when ``state`` is given."""
+    out = pb.User(id=u.id, login=u.login, display_name=u.display_name, deleted=u.deleted)
+    if u.is_bot:
+        out.bot.CopyFrom(pb.BotInfo(owner_user_id=u.owner_id))
+    if state is not None:
+        out.presence_status = state.presence_status(u.id)  # type: ignore[assignment]
+    return out
 
 
-def directory_member(u: UserRec) -> pb.DirectoryMember:
-    return pb.DirectoryMember(user=user_pb(u), roles=list(u.roles), created_at=ts(u.created_ns))
+def directory_member(u: UserRec, state: ChattoState | None = None) -> pb.DirectoryMember:
+    return pb.DirectoryMember(user=user_pb(u, state), roles=list(u.roles), created_at=ts(u.created_ns))
 
 
 def room_pb(room: RoomRec) -> pb.Room:
@@ -45,6 +52,7 @@ def room_pb(room: RoomRec) -> pb.Room:
         group_id=room.group_id,
         universal=room.universal,
         slow_mode_seconds=room.slow_mode_seconds,
+        threading_mode=room.threading_mode,  # type: ignore[arg-type]
     )
 
 
@@ -63,8 +71,12 @@ def viewer_state(
     return vs
 
 
-def rws(state: ChattoState, room: RoomRec, viewer: str) -> pb.RoomWithViewerState:
-    return pb.RoomWithViewerState(room=room_pb(room), viewer_state=viewer_state(state, room, viewer))
+def rws(state: ChattoState, room: RoomRec, viewer: str, *, members: bool = False) -> pb.RoomWithViewerState:
+    """``RoomWithViewerState``; ``members`` adds ``member_user_ids`` (the realtime snapshot)."""
+    out = pb.RoomWithViewerState(room=room_pb(room), viewer_state=viewer_state(state, room, viewer))
+    if members:
+        out.member_user_ids.extend(room.members)
+    return out
 
 
 def viewer_response(state: ChattoState, user_id: str) -> pb.GetViewerResponse:
@@ -72,7 +84,7 @@ def viewer_response(state: ChattoState, user_id: str) -> pb.GetViewerResponse:
     u = state.user(user_id)
     held = state.server_effective(user_id)
     return pb.GetViewerResponse(
-        user=pb.ViewerUser(profile=user_pb(u)),
+        user=pb.ViewerUser(profile=user_pb(u, state)),
         viewer_permissions=pb.ServerViewerPermissions(
             permissions=[pb.PermissionGrant(permission=p, granted=p in held) for p in SERVER_PERMISSIONS]
         ),
@@ -122,7 +134,7 @@ def message_pb(view: MsgView | MsgRec, viewer: str, state: ChattoState | None = 
             summ.last_reply_at.CopyFrom(ts(t.last_reply_ns))
         vs = pb.ThreadViewerState(is_following=viewer in t.followers)
         if viewer in t.followers and viewer in t.unread:
-            vs.has_unread = True
+            vs.has_unread_replies = True
         summ.viewer_state.CopyFrom(vs)
         out.thread.CopyFrom(summ)
     return out
@@ -142,7 +154,7 @@ def includes(state: ChattoState, user_ids: Iterable[str]) -> pb.RoomTimelineIncl
     for uid in user_ids:
         u = state.users.get(uid)
         if u is not None and uid not in inc.users:
-            inc.users[uid].CopyFrom(user_pb(u))
+            inc.users[uid].CopyFrom(user_pb(u, state))
     return inc
 
 
@@ -287,3 +299,34 @@ def thread_page_around(
         has_older, has_newer = start > 0, end < len(replies)
     page = _thread_rows(state, viewer, thread_scope(room.id, root.id), root, items, has_older, has_newer)
     return page, target
+
+
+def notification_page(
+    state: ChattoState, viewer: str, *, offset: int = 0, limit: int = 50
+) -> pb.ListNotificationOccurrencesResponse:
+    """The viewer's notification occurrences, newest first, ``limit`` of them after skipping
+    ``offset``, with the page info and the unread count (``ListNotificationOccurrences``;
+    Notifications 2.0, connectapi/notification_occurrences.go)."""
+    notes = state.notifications.get(viewer, [])
+    page = pb.ListNotificationOccurrencesResponse()
+    page.unread_count = sum(1 for n in notes if n.unread)
+    newest_first = notes[::-1]
+    chosen = newest_first[offset : offset + limit]
+    page.page.total_count = len(notes)
+    page.page.has_more = offset + len(chosen) < len(notes)
+    for n in chosen:
+        occ = page.occurrences.add(id=n.id, unread=n.unread)
+        occ.created_at.CopyFrom(ts(n.created_ns))
+        actor = state.users.get(n.actor_id)
+        if actor is not None:
+            occ.actor.CopyFrom(user_pb(actor))
+        ref = getattr(occ.signal, n.kind).message
+        room = state.rooms.get(n.room_id)
+        ref.room.id = n.room_id
+        if room is not None:
+            ref.room.kind = pb.ROOM_KIND_DM if room.is_dm else pb.ROOM_KIND_CHANNEL
+            ref.room.name = room.name
+        ref.event_id = n.event_id
+        if n.thread_root_event_id:
+            ref.thread_root_event_id = n.thread_root_event_id
+    return page

@@ -37,7 +37,6 @@ from starlette.responses import Response
 from hermes_chatto.wire.errors import ChattoError
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 
-from . import projection as P
 from . import render as R
 from .assets import ASSET_METHODS, request_limit
 from .state import ChattoState, err
@@ -150,6 +149,7 @@ def get_room_events(ctx: Ctx, req) -> pb.GetRoomEventsResponse:
     s = ctx.state
     with s.lock:
         room = s._member_room(ctx.me, req.room_id)
+        s.need_read(ctx.me, room)
         mode, cur = _cursor(req)
         page, _ = R.room_page(s, ctx.me, room, req.limit, mode, cur)
         return pb.GetRoomEventsResponse(page=page)
@@ -185,7 +185,7 @@ def update_message(ctx: Ctx, req) -> pb.UpdateMessageResponse:
 
 def delete_message(ctx: Ctx, req) -> pb.DeleteMessageResponse:
     ctx.state.delete_message(ctx.me, req.room_id, req.event_id)
-    return pb.DeleteMessageResponse(deleted=True)
+    return pb.DeleteMessageResponse()
 
 
 def get_message(ctx: Ctx, req) -> pb.GetMessageResponse:
@@ -204,7 +204,7 @@ def list_notifications(ctx: Ctx, req) -> pb.ListNotificationOccurrencesResponse:
         raise err("invalid_argument", "validation error: page limit must be 0..500 and offset >= 0")
     s = ctx.state
     with s.lock:
-        return P.notification_page(s, ctx.me, offset=offset, limit=min(limit or 50, 100))
+        return R.notification_page(s, ctx.me, offset=offset, limit=min(limit or 50, 100))
 
 
 def _reaction(m, emoji: str, viewer: str) -> pb.MessageReaction | None:
@@ -261,7 +261,7 @@ def batch_get_users(ctx: Ctx, req) -> pb.BatchGetUsersResponse:
         )
     s = ctx.state
     with s.lock:
-        return pb.BatchGetUsersResponse(users=[R.directory_member(s.users[u]) for u in req.user_ids if u in s.users])
+        return pb.BatchGetUsersResponse(users=[R.directory_member(s.users[u], s) for u in req.user_ids if u in s.users])
 
 
 def get_user(ctx: Ctx, req) -> pb.GetUserResponse:
@@ -274,13 +274,79 @@ def get_user(ctx: Ctx, req) -> pb.GetUserResponse:
             u = s.user_by_login(req.login)
         else:
             raise err("invalid_argument", "validation error:\n - target: exactly one field is required [required]")
-        return pb.GetUserResponse(user=R.directory_member(u))
+        return pb.GetUserResponse(user=R.directory_member(u, s))
+
+
+def batch_get_messages(ctx: Ctx, req) -> pb.BatchGetMessagesResponse:
+    """``MessageService/BatchGetMessages``: the readable messages of ``event_ids`` in one room,
+    in request order; unknown ids are left out (at most 100 ids)."""
+    if len(req.event_ids) > 100:
+        raise err(
+            "invalid_argument",
+            "validation error:\n - event_ids: value must contain no more than 100 item(s) [repeated.max_items]",
+        )
+    s = ctx.state
+    with s.lock:
+        room = s._member_room(ctx.me, req.room_id)
+        out = pb.BatchGetMessagesResponse()
+        for eid in dict.fromkeys(req.event_ids):
+            m = s.messages.get(eid)
+            if m is None or m.room_id != room.id or not s.can_read_message(ctx.me, room, m):
+                continue
+            out.messages.append(R.message_pb(m, ctx.me, s))
+        return out
+
+
+def set_presence(ctx: Ctx, req) -> pb.SetPresenceResponse:
+    """``MyAccountService/SetPresence``: ONLINE/AWAY/DO_NOT_DISTURB hold for the presence TTL
+    (refresh with RefreshPresence); OFFLINE clears it. ``presence_changed`` to every socket."""
+    status = ctx.state.set_presence(ctx.me, int(req.status), ttl_ns=int(ctx.server.presence_ttl * 1e9))
+    return pb.SetPresenceResponse(status=status)  # type: ignore[arg-type]
+
+
+def refresh_presence(ctx: Ctx, req) -> pb.RefreshPresenceResponse:
+    """``MyAccountService/RefreshPresence``: extends the current status by the TTL."""
+    status = ctx.state.refresh_presence(ctx.me, ttl_ns=int(ctx.server.presence_ttl * 1e9))
+    return pb.RefreshPresenceResponse(preference=pb.PresencePreference(status=status))  # type: ignore[arg-type]
+
+
+def _bot_pb(s: ChattoState, bot) -> pb.Bot:
+    out = pb.Bot(user=R.user_pb(bot, s), owner_user_id=bot.owner_id, created_at=R.ts(bot.created_ns))
+    for k in bot.bot_keys:
+        out.api_keys.append(pb.BotApiKey(id=k["id"], name=k["name"], created_at=R.ts(k["created_ns"])))
+    return out
+
+
+def create_bot_api_key(ctx: Ctx, req) -> pb.CreateBotApiKeyResponse:
+    """``BotService/CreateBotApiKey``: the bot's owner (or a ``bot.manage`` holder) adds a
+    named key; the secret is in this response only."""
+    s = ctx.state
+    with s.lock:
+        meta, token = s.create_bot_key(req.bot_user_id, req.name, actor=ctx.me)
+        bot = s.user(req.bot_user_id)
+        return pb.CreateBotApiKeyResponse(
+            bot=_bot_pb(s, bot),
+            api_key=token,
+            api_key_metadata=pb.BotApiKey(id=meta["id"], name=meta["name"], created_at=R.ts(meta["created_ns"])),
+        )
+
+
+def revoke_bot_api_key(ctx: Ctx, req) -> pb.RevokeBotApiKeyResponse:
+    """``BotService/RevokeBotApiKey``: the key stops authenticating; sockets opened with it
+    are closed ``AUTHENTICATION_REQUIRED``."""
+    s = ctx.state
+    with s.lock:
+        s.revoke_bot_key(req.bot_user_id, req.key_id, actor=ctx.me)
+        out = pb.RevokeBotApiKeyResponse(bot=_bot_pb(s, s.user(req.bot_user_id)))
+    ctx.server._key_revoked(req.bot_user_id, req.key_id)
+    return out
 
 
 API = "chatto.api.v1."
 #: procedure path → (request class, handler, public)
 METHODS: dict[str, tuple[type[Message], Callable[[Ctx, Any], Any], bool]] = {
     "chatto.discovery.v1.ServerDiscoveryService/GetServer": (pb.GetServerRequest, get_server, True),
+    API + "ServerService/GetServerProfile": (pb.GetServerRequest, get_server, True),
     API + "ViewerService/GetViewer": (pb.GetViewerRequest, get_viewer, False),
     API + "RoomDirectoryService/ListRooms": (pb.ListRoomsRequest, list_rooms, False),
     API + "RoomDirectoryService/GetRoom": (pb.GetRoomRequest, get_room, False),
@@ -291,6 +357,11 @@ METHODS: dict[str, tuple[type[Message], Callable[[Ctx, Any], Any], bool]] = {
     API + "MessageService/UpdateMessage": (pb.UpdateMessageRequest, update_message, False),
     API + "MessageService/DeleteMessage": (pb.DeleteMessageRequest, delete_message, False),
     API + "MessageService/GetMessage": (pb.GetMessageRequest, get_message, False),
+    API + "MessageService/BatchGetMessages": (pb.BatchGetMessagesRequest, batch_get_messages, False),
+    API + "MyAccountService/SetPresence": (pb.SetPresenceRequest, set_presence, False),
+    API + "MyAccountService/RefreshPresence": (pb.RefreshPresenceRequest, refresh_presence, False),
+    API + "BotService/CreateBotApiKey": (pb.CreateBotApiKeyRequest, create_bot_api_key, False),
+    API + "BotService/RevokeBotApiKey": (pb.RevokeBotApiKeyRequest, revoke_bot_api_key, False),
     API + "MessageService/AddReaction": (pb.AddReactionRequest, add_reaction, False),
     API + "MessageService/RemoveReaction": (pb.RemoveReactionRequest, remove_reaction, False),
     API + "ThreadService/GetThreadEvents": (pb.GetThreadEventsRequest, get_thread_events, False),

@@ -15,16 +15,16 @@ Typical use::
     srv.post(w.alice_id, w.general_id, "@helper_bot hi")
     await srv.stop()
 
-Behaviour imitates Chatto 0.5 (commit ``811e62434``): the rules are in the docstrings of
-:mod:`~chatto_local.rpc`, :mod:`~chatto_local.realtime`,
-:mod:`~chatto_local.projection` and :mod:`~chatto_local.state`.
+Behaviour imitates Chatto 0.5.0-beta.20 (realtime protocol 4): the rules are in the
+docstrings of :mod:`~chatto_local.rpc`, :mod:`~chatto_local.realtime`,
+:mod:`~chatto_local.events` and :mod:`~chatto_local.state`; the facts and their Chatto
+sources are in docs/chatto-0.5.md.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import socket
 import tempfile
@@ -37,11 +37,22 @@ from typing import TYPE_CHECKING
 from hermes_chatto.wire.proto import chatto_pb2 as pb
 from hermes_chatto.wire.types import ChattoMessage, message_from_pb, user_from_pb
 
+from . import events as EV
 from . import render as R
 from .admission import Admission
-from .realtime import Conn, Hub, close_frame, error_frame, realtime_endpoint, ws_code_for
+from .realtime import (
+    AUTHENTICATION_REQUIRED,
+    PROTOCOL_VERSION,
+    SESSION_TERMINATED,
+    Conn,
+    Hub,
+    close_code,
+    close_frame,
+    realtime_endpoint,
+    ws_code_for,
+)
 from .rpc import api_not_found, connect_endpoint
-from .state import BOT_USUAL_PERMISSIONS, ChattoState, Clock, MsgRec, UserRec
+from .state import BOT_USUAL_PERMISSIONS, PRESENCE_TTL_NS, ChattoState, Clock, MsgRec, UserRec
 
 if TYPE_CHECKING:  # pragma: no cover - uvicorn is imported when the server starts
     import uvicorn
@@ -51,11 +62,16 @@ if TYPE_CHECKING:  # pragma: no cover - uvicorn is imported when the server star
 #: One recorded RPC: ``method`` is the procedure path after ``/api/connect/``
 #: (e.g. ``"chatto.api.v1.MessageService/CreateMessage"``), ``token`` the bearer or ``None``.
 RecordedRequest = namedtuple("RecordedRequest", "method token")
-#: One realtime catch-up: ``path`` is ``"reset"`` or ``"replay"``; ``reason`` why (e.g.
-#: ``"no_cursor"``, ``"cursor_expired"``, ``"authorization_changed"``, ``"replay"``).
+#: One realtime catch-up: ``path`` is ``"reset"``, ``"replay"`` or ``"closed"`` (an unusable
+#: cursor with ``invalid_cursor_close``); ``reason`` why (``"no_cursor"``, ``"invalid_cursor"``,
+#: ``"cursor_expired"``, ``"authorization_changed"``, ``"replay_limit"``, ``"replay"``).
 CatchUp = namedtuple("CatchUp", "user_id path reason")
 
 _ALL_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
+#: The version string this server reports (``ServerPublicProfile.version``).
+DEFAULT_VERSION = "0.5.0-beta.20"
+#: Version strings for :meth:`LocalChatto.set_protocol_version` (the releases that spoke it).
+_VERSIONS = {1: "0.4.20", 2: "0.5.0-alpha.5", 4: DEFAULT_VERSION}
 
 
 @dataclass
@@ -89,13 +105,17 @@ class LocalChatto:
 
     Args:
         server_name: ``ServerPublicProfile.name``.
-        version: software version reported by ``GetServer`` and the realtime hello
-            (default ``"0.5.0-dev"``; ``"0.4.20"`` after ``set_protocol_version(1)``).
-        protocol_version: realtime protocol spoken (2 = Chatto 0.5; 1 = 0.4.x).
-        heartbeat_interval: seconds between heartbeats after ``caught_up`` (float allowed;
-            the hello advertises ``max(1, ceil(interval))`` because the field is uint32).
-        hello_timeout: seconds the server waits for ``hello`` and for ``subscribe_events``.
-        state_path: JSON file to load state from (if it exists) and save to on every change.
+        version: software version in ``GetServerProfile`` / ``GetServer`` and the realtime
+            snapshot (default ``"0.5.0-beta.20"``).
+        protocol_version: the realtime protocol accepted (4; a subscribe with another
+            version is closed ``UNSUPPORTED_PROTOCOL``).
+        heartbeat_interval: seconds between heartbeats after ``caught_up`` (Chatto: 15).
+        subscribe_timeout: seconds the server waits for the ``RealtimeSubscribe`` (10).
+        cursor_lifetime: seconds a resume cursor stays usable (Chatto: 15 minutes).
+        replay_scan_limit / replay_event_limit: resume limits (10,000 sequence numbers back,
+            2,000 events); beyond them the catch-up is a reset.
+        state_path: JSON file to load state from (if it exists) and save to on every change
+            (written with mode 0600: it holds the bots' keys).
     """
 
     def __init__(
@@ -103,32 +123,43 @@ class LocalChatto:
         *,
         server_name: str = "Chatto (local)",
         version: str | None = None,
-        protocol_version: int = 2,
+        protocol_version: int = PROTOCOL_VERSION,
         heartbeat_interval: float = 15.0,
-        hello_timeout: float = 10.0,
+        subscribe_timeout: float = 10.0,
+        cursor_lifetime: float = EV.CURSOR_LIFETIME_S,
+        replay_scan_limit: int = EV.REPLAY_SCAN_LIMIT,
+        replay_event_limit: int = EV.REPLAY_EVENT_LIMIT,
         state_path: str | os.PathLike | None = None,
     ):
         self.clock = Clock()
         self._version_explicit = version is not None
-        self.state = ChattoState(clock=self.clock, server_name=server_name, version=version or "0.5.0-dev")
+        self.state = ChattoState(clock=self.clock, server_name=server_name, version=version or DEFAULT_VERSION)
         self.protocol_version = protocol_version
-        if protocol_version == 1 and not self._version_explicit:
-            self.state.version = "0.4.20"
+        if not self._version_explicit:
+            self.state.version = _VERSIONS.get(protocol_version, DEFAULT_VERSION)
         self.heartbeat_interval = float(heartbeat_interval)
+        #: seconds a resume cursor stays usable (``realtimeCursorLifetime``, 15 min)
+        self.cursor_lifetime = float(cursor_lifetime)
+        self.replay_scan_limit = int(replay_scan_limit)
+        self.replay_event_limit = int(replay_event_limit)
+        #: an unusable cursor closes ``INVALID_REQUEST`` (realtime.go's guard) instead of a reset
+        self.invalid_cursor_close = False
+        #: seconds between presence sweeps (lapsed presence → ``presence_changed`` OFFLINE)
+        self.presence_sweep_s = 1.0
+        #: seconds a SetPresence/RefreshPresence holds (the presence TTL, 60 s)
+        self.presence_ttl = PRESENCE_TTL_NS / 1e9
         self.auth_backend_down = False  #: fault: RPC → unavailable, realtime hello → temporarily_unavailable
         self.bot_keys_enabled = True  #: False = a server without bot accounts (Chatto < 0.5)
-        self.hello_timeout = float(hello_timeout)
+        self.subscribe_timeout = float(subscribe_timeout)
         self.requests: list[RecordedRequest] = []
         self.realtime_hellos: list[tuple[str | None, str | None]] = []  # (user_id or None, "bot"/"human"/None)
         self.catchups: list[CatchUp] = []
         self.world: DemoWorld | None = None
-        #: catch-up / hydration admission (realtime_catchup.go; see :mod:`.admission`)
+        #: catch-up admission (realtime_catchup.go; see :mod:`.admission`)
         self.admission = Admission(self.clock.now)
-        #: every admitted ``hydrate_room``: ``(user_id, room_id)``
-        self.hydrations: list[tuple[str, str]] = []
-        #: live projection frames a socket may have queued but not yet written before the
-        #: server drops it as a slow consumer (``myEventsSubscriberBuffer``, 256, in Chatto's
-        #: cli/internal/core/my_events_hub.go; the socket then gets ``close{stream_closed}``)
+        #: live frames a socket may have queued but not yet written before the server drops it
+        #: as a slow consumer (256 prepared events per stream, my_events_model.go; the socket
+        #: then gets ``close{TEMPORARILY_UNAVAILABLE, "event stream closed", reconnect}``)
         self.subscriber_buffer = 256
         #: seconds one frame's write must have waited for the queue to count as the client's
         #: (below that, a long queue is this server's own loop being busy)
@@ -152,7 +183,7 @@ class LocalChatto:
         self.state_path = os.fspath(state_path) if state_path is not None else None
         #: Bearer key of the admin HTTP API (:mod:`.admin`, used by the CLI); ``None`` = no admin API.
         self.admin_key: str | None = None
-        #: Callbacks ``(op, user_id)`` after an admin change the CLI's ``serve`` reports (key rotation).
+        #: Callbacks ``(op, user_id)`` after an admin change the CLI's ``serve`` reports (new/revoked keys).
         self.admin_listeners: list = []
         if self.state_path and os.path.exists(self.state_path):
             with open(self.state_path, encoding="utf-8") as fh:
@@ -199,10 +230,6 @@ class LocalChatto:
     @property
     def running(self) -> bool:
         return self._thread is not None
-
-    @property
-    def advertised_heartbeat(self) -> int:
-        return max(1, math.ceil(self.heartbeat_interval))
 
     def start_sync(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Start serving (blocking until ready); returns :attr:`base_url`.
@@ -263,7 +290,13 @@ class LocalChatto:
         self._uvicorn = server
         self.hub.loop = loop
 
+        async def sweep_presence():
+            while True:
+                await asyncio.sleep(self.presence_sweep_s)
+                self.state.sweep_presence()
+
         async def main():
+            sweeper = asyncio.create_task(sweep_presence())
             task = asyncio.create_task(server.serve(sockets=[sock]))
             while not server.started and not task.done():
                 await asyncio.sleep(0.005)
@@ -271,7 +304,10 @@ class LocalChatto:
                 exc = task.exception()
                 failure.append(exc or RuntimeError("uvicorn exited"))
             ready.set()
-            await task
+            try:
+                await task
+            finally:
+                sweeper.cancel()
 
         try:
             loop.run_until_complete(main())
@@ -350,7 +386,8 @@ class LocalChatto:
             return
         data = self.state.to_json()
         d = os.path.dirname(os.path.abspath(self.state_path))
-        fd, tmp = tempfile.mkstemp(prefix=".chatto-state-", dir=d)
+        fd, tmp = tempfile.mkstemp(prefix=".chatto-state-", dir=d)  # mode 0600: it holds keys
+        os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(data, fh)
         os.replace(tmp, self.state_path)
@@ -375,9 +412,6 @@ class LocalChatto:
     def _record_catchup(self, user_id: str, path: str, reason: str) -> None:
         self.catchups.append(CatchUp(user_id, path, reason))
 
-    def _consume_forced_reset(self, user_id: str) -> bool:
-        return False  # forced resets are RBAC fences in the fact log (see force_projection_reset)
-
     def _conn_caught_up(self, conn) -> None:
         with self._cond:
             if conn.closing:
@@ -394,9 +428,14 @@ class LocalChatto:
                     del self._live[cid]
             self._cond.notify_all()
 
+    def _forget_conn(self, conn) -> None:
+        with self._cond:
+            self._live.pop(conn.id, None)
+            self._cond.notify_all()
+
     def _on_facts(self, facts) -> None:
         if any(f.rbac for f in facts):
-            self._forget_live(None)  # every socket gets projection_reset_required
+            self._forget_live(None)  # every socket gets RESYNC_REQUIRED
 
     def _conn_closed(self, conn) -> None:
         with self._cond:
@@ -421,7 +460,8 @@ class LocalChatto:
         return [r for r in list(self.requests) if r.method.endswith(method_suffix)]
 
     def connections(self, user_id: str | None = None) -> list[dict]:
-        """Caught-up realtime sockets: dicts with id, user_id, retained, path, protocol, frames_sent."""
+        """Caught-up realtime sockets: dicts with id, user_id, key_id, path ("reset"/"replay"),
+        recovery (``RealtimeRecovery`` value), initial_state, frames_sent, events_sent."""
         with self._cond:
             return [c.info() for c in self._live.values() if user_id is None or c.user_id == user_id]
 
@@ -466,25 +506,65 @@ class LocalChatto:
         return u, u.bot_key
 
     def delete_user(self, user_id: str) -> None:
-        """Delete an account; the bots it owns stop authenticating (open sockets are closed
-        with ``projection_reset_required``: an RBAC-like change; they fail at the next hello)."""
+        """Delete an account (``user_account_deleted``); its tokens and the keys of the bots
+        it owns stop authenticating, and their open sockets are closed
+        ``AUTHENTICATION_REQUIRED`` (no reconnect)."""
         self.state.delete_user(user_id)
 
     def key_of(self, bot_id: str) -> str:
-        """Current key of a bot."""
+        """The bot's oldest valid key (``""`` when every key was revoked)."""
         with self.state.lock:
             return self.state.user(bot_id).bot_key
 
-    def rotate_key(self, bot_id: str) -> str:
-        """New key for ``bot_id``; the old one stops working at once and the bot's open
-        sockets get ``close{authentication_required, reconnect=false}`` + WS 1008, as Chatto does."""
-        key = self.state.rotate_key(bot_id)
+    def bot_keys(self, bot_id: str) -> list[dict]:
+        """The bot's valid keys as ``{"id", "name", "created_at"}`` (no secrets)."""
+        with self.state.lock:
+            return [
+                {"id": k["id"], "name": k["name"], "created_at": k["created_ns"] / 1e9}
+                for k in self.state.user(bot_id).bot_keys
+            ]
+
+    def create_bot_key(self, bot_id: str, name: str = "key") -> tuple[str, str]:
+        """``BotService/CreateBotApiKey``: a new named key (the others stay valid); returns
+        ``(key_id, key)``."""
+        meta, token = self.state.create_bot_key(bot_id, name)
+        self._admin_event("create-key", bot_id)
+        return meta["id"], token
+
+    def revoke_bot_key(self, bot_id: str, key_id: str) -> None:
+        """``BotService/RevokeBotApiKey``: the key stops authenticating at once and the
+        sockets opened with it get ``close{AUTHENTICATION_REQUIRED, "bot API key is no longer
+        valid", reconnect=false}`` + WS 1008 (realtime.go watches key revocation); sockets of
+        the bot's other keys stay up."""
+        self.state.revoke_bot_key(bot_id, key_id)
+        self._key_revoked(bot_id, key_id)
+
+    def _key_revoked(self, bot_id: str, key_id: str) -> None:
         if self.world is not None and self.world.bot_id == bot_id:
-            self.world.bot_key = key
-        frame = close_frame("authentication_required", "the bot API key has been rotated", reconnect=False)
-        self._forget_live(bot_id)
-        self.hub.for_user(bot_id, lambda c: c.close(frame, 1008))
-        return key
+            self.world.bot_key = self.key_of(bot_id)
+        frame = close_frame(AUTHENTICATION_REQUIRED, "bot API key is no longer valid", reconnect=False)
+
+        def close(c: Conn) -> None:
+            if c.key_id == key_id and not c.closing:
+                self._forget_conn(c)
+                c.close(frame, 1008)
+
+        self.hub.for_user(bot_id, close)
+        self._admin_event("revoke-key", bot_id)
+
+    def rotate_key(self, bot_id: str, name: str = "key") -> str:
+        """What an operator does on 0.5 to replace a bot's key: ``CreateBotApiKey``, then
+        ``RevokeBotApiKey`` of every older key (their sockets are closed
+        ``AUTHENTICATION_REQUIRED``). Returns the new key."""
+        key_id, token = self.create_bot_key(bot_id, name)
+        for k in self.bot_keys(bot_id):
+            if k["id"] != key_id:
+                self.revoke_bot_key(bot_id, k["id"])
+        return token
+
+    def _admin_event(self, op: str, user_id: str) -> None:
+        for cb in list(self.admin_listeners):
+            cb(op, user_id)
 
     def user_token(self, user_id: str) -> str:
         """A bearer token for a human (the first issued one)."""
@@ -498,7 +578,7 @@ class LocalChatto:
 
     def open_dm(self, user_a: str, user_b: str) -> str:
         """``StartDM`` as ``user_a`` with ``user_b`` (create or return); returns the room id."""
-        return self.state.start_dm(user_a, [user_b]).id
+        return self.state.start_dm(user_a, [user_b], driver=True).id
 
     def add_member(self, room_id: str, user_id: str) -> None:
         self.state.add_member(room_id, user_id)
@@ -613,8 +693,31 @@ class LocalChatto:
         return self.state.react(user_id, room_id, event_id, emoji, False)[0]
 
     def typing(self, user_id: str, room_id: str, thread_root_event_id: str = "") -> None:
-        """Send a transient typing envelope to the room's other members."""
+        """``RefreshTypingIndicator`` as ``user_id``: a transient ``user_typing`` to the room's
+        other members who can read it."""
         self.state.typing(user_id, room_id, thread_root_event_id)
+
+    def set_presence(self, user_id: str, status: int | str) -> None:
+        """``SetPresence`` as ``user_id``: ``status`` a ``PresenceStatus`` value or name
+        (``"ONLINE"``, ``"away"`` …); OFFLINE clears. Others get ``presence_changed``."""
+        if isinstance(status, str):
+            name = status.upper()
+            status = pb.PresenceStatus.Value(name if name.startswith("PRESENCE_STATUS_") else "PRESENCE_STATUS_" + name)
+        self.state.set_presence(user_id, int(status), ttl_ns=int(self.presence_ttl * 1e9))
+
+    def presence_of(self, user_id: str) -> str:
+        """``"ONLINE"``, ``"AWAY"``, ``"DO_NOT_DISTURB"`` or ``"OFFLINE"`` (lapsed or never set)."""
+        with self.state.lock:
+            value = self.state.presence_status(user_id)
+        return pb.PresenceStatus.Name(value).removeprefix("PRESENCE_STATUS_")
+
+    def update_profile(self, user_id: str, display_name: str) -> None:
+        """Change a display name (``user_profile_changed`` to every socket)."""
+        self.state.update_profile(user_id, display_name=display_name)
+
+    def update_room(self, room_id: str, *, name: str | None = None, description: str | None = None) -> None:
+        """Rename / describe a room (``room_updated`` to its members)."""
+        self.state.update_room(room_id, name=name, description=description)
 
     def get_message(self, room_id: str, event_id: str, viewer: str | None = None) -> ChattoMessage:
         """Any message (incl. tombstones) as ``viewer`` sees it (default: its author)."""
@@ -646,49 +749,26 @@ class LocalChatto:
         self.hub.for_user(user_id, lambda c: c.abort())
 
     def send_close(
-        self, user_id: str | None, code: str, reconnect: bool = True, retry_after_ms: int = 0, message: str = ""
+        self,
+        user_id: str | None,
+        code: int | str,
+        reconnect: bool = True,
+        retry_after_ms: int | None = None,
+        message: str = "",
     ) -> None:
-        """Send ``close{code, reconnect, retry_after_ms}`` then close the WebSocket (WS code from ``ws_code_for``)."""
-        frame = close_frame(code, message or code.replace("_", " "), reconnect=reconnect, retry_after_ms=retry_after_ms)
+        """Send ``close{code, message, reconnect, retry_after}`` then close the WebSocket (WS
+        code from ``ws_code_for``). ``code``: a ``RealtimeCloseCode`` value or name
+        (``"RESYNC_REQUIRED"``, ``"temporarily_unavailable"`` …)."""
+        name = pb.RealtimeCloseCode.Name(close_code(code)).removeprefix("REALTIME_CLOSE_CODE_")
+        retry = retry_after_ms / 1000 if retry_after_ms is not None else None
+        frame = close_frame(code, message or name.lower().replace("_", " "), reconnect=reconnect, retry_after_s=retry)
         ws = ws_code_for(code, 1000)
         self._forget_live(user_id)
         self.hub.for_user(user_id, lambda c: c.close(frame, ws))
 
-    def send_error(
-        self,
-        user_id: str | None,
-        code: str,
-        *,
-        fatal: bool = False,
-        message: str = "",
-        retry_after_ms: int | None = None,
-        room_id: str | None = None,
-    ) -> None:
-        """Send ``error{...}``; a fatal one is followed by the WebSocket close."""
-        frame = error_frame(
-            code, message or code.replace("_", " "), fatal=fatal, retry_after_ms=retry_after_ms, room_id=room_id
-        )
-        if fatal:
-            ws = ws_code_for(code, 1011)
-            self._forget_live(user_id)
-            self.hub.for_user(user_id, lambda c: c.close(frame, ws))
-        else:
-            self.hub.for_user(user_id, lambda c: c.send(frame))
-
-    def send_session_terminated(self, user_id: str | None, reason: str = "session revoked") -> None:
-        """Send ``event{session_terminated}`` and end the socket."""
-        from hermes_chatto.wire.proto import chatto_pb2 as pb
-
-        from .cursors import new_id
-
-        env = pb.RealtimeEventEnvelope(
-            id=new_id("E"),
-            created_at=R.ts(self.state.now_ns()),
-            session_terminated=pb.RealtimeSessionTerminatedEvent(reason=reason),
-        )
-        data = pb.RealtimeServerFrame(event=env).SerializeToString()
-        self._forget_live(user_id)
-        self.hub.for_user(user_id, lambda c: c.close(data, 1000))
+    def send_session_terminated(self, user_id: str | None, reason: str = "session terminated") -> None:
+        """``close{SESSION_TERMINATED, reconnect=false}`` (a terminated session)."""
+        self.send_close(user_id, SESSION_TERMINATED, reconnect=False, message=reason)
 
     def fail_rpc(
         self,
@@ -726,24 +806,39 @@ class LocalChatto:
         """Fail the ``nth`` next ``CreateMessage`` with ``code`` (see :meth:`fail_rpc`)."""
         self.fail_rpc("MessageService/CreateMessage", nth, code, message, after_write=after_write)
 
-    def force_projection_reset(self) -> None:
-        """RBAC fence: every socket gets ``close{projection_reset_required, reconnect=true,
-        retry_after_ms=0}`` and the next connect (even with a cursor) takes the reset path."""
+    def force_resync(self) -> None:
+        """An RBAC fact (nothing else changes): every live socket gets
+        ``close{RESYNC_REQUIRED, "authorization changed", reconnect=true}`` and the next
+        resume across it is a reset (snapshot / live-only)."""
         self.state.rbac_fence()
 
+    force_projection_reset = force_resync  #: the protocol-2 name
+
     def set_protocol_version(self, version: int, *, bot_keys: bool = True) -> None:
-        """1 = behave like Chatto 0.4.x (realtime protocol 1, ``GetServer`` version
-        ``0.4.20``); 2 = 0.5. ``bot_keys=False`` additionally rejects ``cht_BK_`` keys
-        (0.4.x has no bot accounts); by default they keep working so a test can reach the
-        version check."""
+        """Accept only realtime protocol ``version`` from now on (4 = Chatto 0.5 beta; 1 = behave
+        like 0.4.x, 2 = 0.5.0-alpha) and report that release's version string (unless one was
+        given explicitly). ``bot_keys=False`` also rejects ``cht_BK_`` keys (0.4.x has no bot
+        accounts)."""
         self.protocol_version = int(version)
         self.bot_keys_enabled = bool(bot_keys)
         if not self._version_explicit:
-            self.state.version = "0.4.20" if version == 1 else "0.5.0-dev"
+            self.state.version = _VERSIONS.get(int(version), DEFAULT_VERSION)
+
+    def set_resume_window(
+        self, seconds: float | None = None, *, scan_limit: int | None = None, event_limit: int | None = None
+    ) -> None:
+        """Shrink (or restore) the resume limits: cursor lifetime in seconds, how many log
+        sequence numbers a cursor may be behind, how many events a replay may hold."""
+        if seconds is not None:
+            self.cursor_lifetime = float(seconds)
+        if scan_limit is not None:
+            self.replay_scan_limit = int(scan_limit)
+        if event_limit is not None:
+            self.replay_event_limit = int(event_limit)
 
     def set_auth_backend_down(self, down: bool = True) -> None:
-        """Fault: authenticated RPCs answer ``unavailable`` and realtime hellos get fatal
-        ``temporarily_unavailable`` (WS 1013) until called with ``False``
+        """Fault: authenticated RPCs answer ``unavailable`` and realtime subscribes get
+        ``close{TEMPORARILY_UNAVAILABLE, reconnect, 1 s}`` (WS 1013) until called with ``False``
         (what Chatto answers while its auth backend is down)."""
         self.auth_backend_down = bool(down)
 

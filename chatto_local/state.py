@@ -45,19 +45,21 @@ from .cursors import Sealer, b64url, new_id, unb64url
 MAX_BODY_BYTES = 10_000  #: ``MaxMessageBodyLength``, UTF-8 bytes
 EDIT_WINDOW_NS = 3 * 3600 * 1_000_000_000  #: ``MessageEditWindow``, 3 hours
 MAX_REACTIONS_PER_USER = 20  #: ``MaxReactionsPerUserPerMessage`` (distinct emoji)
-MAX_RETAINED_ROOMS = 64  #: ``realtimeMaxRetainedRooms``, per socket
 DEFAULT_PAGE = 50  #: ``defaultHistoricalMessageLimit``, events
 MAX_PAGE = 500
-CURSOR_LIFETIME_NS = 24 * 3600 * 1_000_000_000  #: ``realtimeCursorLifetime``, 24 hours
-REPLAY_MAX_SEQ_GAP = 10_000  #: ``realtimeReplayMaxSequenceSpan``; larger gaps reset
-REPLAY_MAX_FACTS = 2_000
+#: Presence lapses this long after the last SetPresence/RefreshPresence (the presence KV
+#: bucket's TTL, 60 s; clients refresh every 30 s). Not re-verified for beta.20.
+PRESENCE_TTL_NS = 60 * 1_000_000_000
 
-#: The ten room permission rows, in Chatto's order (connectapi ``apiRoomWithViewerState``).
+#: The room permission rows, 0.5 names (cli/internal/core/permission.go; docs/chatto-0.5.md §5).
 ROOM_PERMISSIONS = (
     "room.list",
     "room.join",
+    "message.read",
+    "message.read-interactions",
     "message.post",
     "message.post-in-thread",
+    "message.post-in-interactions",
     "message.attach",
     "message.react",
     "message.echo",
@@ -65,6 +67,23 @@ ROOM_PERMISSIONS = (
     "room.manage",
     "room.ban-member",
 )
+#: Allows that include others (permission.go: "allows include listed permissions; denials do
+#: not follow inclusion"): ``message.read`` includes ``message.read-interactions``;
+#: ``message.post`` includes ``message.post-in-thread`` and ``message.post-in-interactions``.
+PERMISSION_INCLUDES = {
+    "message.read": ("message.read-interactions",),
+    "message.post": ("message.post-in-thread", "message.post-in-interactions"),
+}
+
+
+def expand(perms: Iterable[str]) -> set[str]:
+    """``perms`` plus what they include (:data:`PERMISSION_INCLUDES`)."""
+    out = set(perms)
+    for p in list(out):
+        out.update(PERMISSION_INCLUDES.get(p, ()))
+    return out
+
+
 #: Server-scope permission rows reported by GetViewer (one row per known permission).
 SERVER_PERMISSIONS = ROOM_PERMISSIONS + ("user.profile", "server.manage")
 #: What a human gets by default (the "everyone" role of a fresh server).
@@ -72,6 +91,7 @@ HUMAN_DEFAULT_PERMISSIONS = frozenset(
     {
         "room.list",
         "room.join",
+        "message.read",
         "message.post",
         "message.post-in-thread",
         "message.attach",
@@ -80,12 +100,22 @@ HUMAN_DEFAULT_PERMISSIONS = frozenset(
         "user.profile",
     }
 )
-#: Rows that can be granted inside a DM (fixture 01-11: post, attach, react).
-DM_PERMISSIONS = frozenset({"message.post", "message.attach", "message.react"})
+#: Rows that apply inside a DM (the "Direct messages" scope: message.* only).
+DM_PERMISSIONS = frozenset(
+    {
+        "message.read",
+        "message.read-interactions",
+        "message.post",
+        "message.post-in-interactions",
+        "message.attach",
+        "message.react",
+    }
+)
 #: The usual set a demo bot is given (bots start with none).
 BOT_USUAL_PERMISSIONS = (
     "room.list",
     "room.join",
+    "message.read",
     "message.post",
     "message.post-in-thread",
     "message.attach",
@@ -167,13 +197,24 @@ class UserRec:
     roles: list[str] = field(default_factory=list)
     server_grants: set[str] = field(default_factory=set)
     tokens: list[str] = field(default_factory=list, repr=False)  # humans: issued bearer tokens
-    bot_secret: str = field(default="", repr=False)  # bots: current key secret (base64url)
+    #: bots: named API keys ``{"id", "name", "secret", "created_ns"}`` (BotService/CreateBotApiKey);
+    #: several may be valid at once, each revoked on its own (RevokeBotApiKey)
+    bot_keys: list[dict] = field(default_factory=list, repr=False)
     deleted: bool = False
     owner_id: str = ""  # bots: the human owner ("" = ownerless, not capped: a local-server shortcut)
+    profile_rev: int = 0
 
     @property
     def bot_key(self) -> str:
-        return f"cht_BK_{self.id}.{self.bot_secret}" if self.is_bot else ""
+        """The bot's oldest valid key (``""`` when it has none)."""
+        if not self.is_bot or not self.bot_keys:
+            return ""
+        return bot_key_token(self.id, self.bot_keys[0]["secret"])
+
+
+def bot_key_token(user_id: str, secret: str) -> str:
+    """The bearer form of a bot key: ``cht_BK_<userId>.<secret>``."""
+    return f"cht_BK_{user_id}.{secret}"
 
 
 @dataclass
@@ -188,6 +229,7 @@ class RoomRec:
     group_id: str = ""
     universal: bool = False
     slow_mode_seconds: int = 0
+    threading_mode: int = 3  #: ``RoomThreadingMode`` (3 = ENABLED)
     timeline: list[str] = field(default_factory=list)  # room-visible row ids, oldest first
     grants: dict[str, set[str]] = field(default_factory=dict)  # user -> granted at room scope
     denies: dict[str, set[str]] = field(default_factory=dict)  # user -> revoked at room scope
@@ -236,8 +278,11 @@ class MsgRec:
     t_count: int = 0
     t_last_ns: int | None = None
     t_participants: list[str] = field(default_factory=list)
-    #: attachment rows ``{"id", "filename", "content_type"}`` (bytes live in testing/assets.py)
+    #: attachment rows ``{"id", "filename", "content_type"}`` (bytes live in chatto_local/assets.py)
     attachments: list[dict] = field(default_factory=list)
+    #: mentions decided at post time: ``[cause, target, recipient ids]`` with cause
+    #: ``"direct"`` (target = user id), ``"here"`` or ``"all"`` (target ``""``)
+    mentions: list[list] = field(default_factory=list)
 
     @property
     def is_root(self) -> bool:
@@ -303,6 +348,10 @@ class Fact:
     user_id: str | None = None
     row: RowRec | None = None
     rbac: bool = False
+    #: ``thread_followed``: (room id, thread root id, is_following) of ``user_id``
+    follow: tuple[str, str, bool] | None = None
+    #: room facts: the room's values at fact time (name, slow mode …) for the event payload
+    data: dict | None = None
 
 
 # ----------------------------------------------------------------------------- state
@@ -323,6 +372,8 @@ class ChattoState:
         self.messages: dict[str, MsgRec] = {}
         #: user id → notification occurrences, oldest first (not persisted)
         self.notifications: dict[str, list[NoticeRec]] = {}
+        #: user id → (PresenceStatus value, expiry ns); absent or lapsed = offline
+        self.presence: dict[str, tuple[int, int]] = {}
         self.seq = 0
         self.facts: list[Fact] = []
         self.log_base_seq = 0  # facts with seq <= base are not in the log (e.g. loaded from disk)
@@ -353,6 +404,16 @@ class ChattoState:
             cb()
 
     def _fact(self, kind: str, *, actor_id: str | None, fid: str | None = None, **kw) -> Fact:
+        room = self.rooms.get(kw.get("room_id") or "")
+        if room is not None and "data" not in kw:
+            kw["data"] = {
+                "name": room.name,
+                "description": room.description,
+                "kind": room.kind,
+                "universal": room.universal,
+                "slow_mode_seconds": room.slow_mode_seconds,
+                "threading_mode": room.threading_mode,
+            }
         return Fact(
             seq=self._next_seq(), id=fid or new_id("E"), kind=kind, created_ns=self.now_ns(), actor_id=actor_id, **kw
         )
@@ -409,7 +470,7 @@ class ChattoState:
                     if owner.is_bot or owner.deleted:
                         raise err("invalid_argument", "a bot's owner must be an active human")
                 u.owner_id = owner_id
-                u.bot_secret = b64url(secrets.token_bytes(16))
+                u.bot_keys.append(self._new_key("default"))
                 u.roles = list(roles or [])
             else:
                 u.roles = list(roles) if roles is not None else ["everyone"]
@@ -430,15 +491,59 @@ class ChattoState:
             self._changed()
             return tok
 
-    def rotate_key(self, bot_id: str) -> str:
-        """New bot key; the old one dies immediately, as in Chatto."""
+    def _new_key(self, name: str) -> dict:
+        return {"id": new_id("K"), "name": name, "secret": b64url(secrets.token_bytes(16)), "created_ns": self.now_ns()}
+
+    def _bot(self, bot_id: str) -> UserRec:
+        u = self.user(bot_id)
+        if not u.is_bot:
+            raise err("not_found", "bot not found")
+        return u
+
+    def may_manage_bot(self, actor: str, bot: UserRec) -> bool:
+        """The bot's owner, or a holder of ``bot.manage`` (core/bots.go)."""
+        return actor == bot.owner_id or "bot.manage" in self.server_effective(actor)
+
+    def create_bot_key(self, bot_id: str, name: str, *, actor: str | None = None) -> tuple[dict, str]:
+        """``BotService/CreateBotApiKey``: a new named key next to the existing ones;
+        returns ``(metadata, bearer)``. ``actor`` (when given) must own or manage the bot."""
         with self.lock:
-            u = self.user(bot_id)
-            if not u.is_bot:
-                raise err("invalid_argument", "not a bot")
-            u.bot_secret = b64url(secrets.token_bytes(16))
+            bot = self._bot(bot_id)
+            if actor is not None and not self.may_manage_bot(actor, bot):
+                raise err("permission_denied", "permission denied: bot.manage")
+            if not name.strip():
+                raise err("invalid_argument", "validation error:\n - name: value is required [required]")
+            key = self._new_key(name.strip())
+            bot.bot_keys.append(key)
             self._changed()
-            return u.bot_key
+            return key, bot_key_token(bot.id, key["secret"])
+
+    def revoke_bot_key(self, bot_id: str, key_id: str, *, actor: str | None = None) -> dict:
+        """``BotService/RevokeBotApiKey``: the key stops authenticating at once; returns it."""
+        with self.lock:
+            bot = self._bot(bot_id)
+            if actor is not None and not self.may_manage_bot(actor, bot):
+                raise err("permission_denied", "permission denied: bot.manage")
+            key = next((k for k in bot.bot_keys if k["id"] == key_id), None)
+            if key is None:
+                raise err("not_found", "bot API key not found")
+            bot.bot_keys.remove(key)
+            self._changed()
+            return key
+
+    def key_id_of(self, token: str | None) -> str | None:
+        """The key id of a valid bot bearer, else ``None``."""
+        m = _BOT_KEY_RE.match(token or "")
+        if not m:
+            return None
+        with self.lock:
+            u = self.users.get(m.group(1))
+            if u is None:
+                return None
+            for k in u.bot_keys:
+                if secrets.compare_digest(m.group(2), k["secret"]):
+                    return str(k["id"])
+            return None
 
     def authenticate(self, token: str | None) -> str | None:
         """User id for a bearer token (bot key or issued human token), else ``None``."""
@@ -456,7 +561,8 @@ class ChattoState:
                     return None
                 if len(secret) not in (16, 32):
                     return None
-                return u.id if secrets.compare_digest(m.group(2), u.bot_secret) else None
+                ok = any(secrets.compare_digest(m.group(2), k["secret"]) for k in u.bot_keys)
+                return u.id if ok else None
             for u in self.users.values():
                 if not u.is_bot and not u.deleted and token in u.tokens:
                     return u.id
@@ -485,7 +591,9 @@ class ChattoState:
         u = self.users.get(user_id)
         if u is None:
             return set()
-        granted = (set(u.server_grants) | room.grants.get(user_id, set())) - room.denies.get(user_id, set())
+        # allows include listed permissions, an explicit deny at the room removes the one
+        # permission it names ("denials do not follow inclusion", permission.go)
+        granted = expand(set(u.server_grants) | room.grants.get(user_id, set())) - room.denies.get(user_id, set())
         if room.is_dm:
             if user_id not in room.members:
                 return set()
@@ -508,7 +616,7 @@ class ChattoState:
         """What the owner holds at ``room``'s scope, membership aside (the resolver asks the
         owner's decision for the room, not whether the owner is in it)."""
         denied = room.denies.get(owner.id, set())
-        held = (set(owner.server_grants) | room.grants.get(owner.id, set())) - denied
+        held = expand(set(owner.server_grants) | room.grants.get(owner.id, set())) - denied
         if room.is_dm:
             held |= set(DM_PERMISSIONS) - denied
         return held
@@ -518,10 +626,10 @@ class ChattoState:
         u = self.users.get(user_id)
         if u is None:
             return set()
-        held = set(u.server_grants)
+        held = expand(u.server_grants)
         if u.is_bot and u.owner_id:
             owner = self.users.get(u.owner_id)
-            held = held & set(owner.server_grants) if owner is not None and self.bot_key_valid_owner(u) else set()
+            held = held & expand(owner.server_grants) if owner is not None and self.bot_key_valid_owner(u) else set()
         return held
 
     def bot_key_valid_owner(self, bot: UserRec) -> bool:
@@ -538,7 +646,8 @@ class ChattoState:
         with self.lock:
             u = self.user(user_id)
             u.deleted = True
-            self._emit([self._fact("rbac", actor_id=None, rbac=True)])
+            self.presence.pop(user_id, None)
+            self._emit([self._fact("user_deleted", actor_id=None, user_id=user_id)])
 
     def can_see(self, user_id: str, room: RoomRec) -> bool:
         if user_id in room.members:
@@ -573,6 +682,47 @@ class ChattoState:
     def _need(self, actor: str, room: RoomRec, perm: str) -> None:
         if perm not in self.effective(actor, room):
             raise err("permission_denied", f"permission denied: {perm}")
+
+    def thread_of(self, m: MsgRec) -> MsgRec:
+        """The root of ``m``'s thread (an echo row: the original reply's root; a root: itself)."""
+        rid = m.thread_root_event_id or m.echo_from_thread_root_event_id
+        return self.messages.get(rid, m) if rid else m
+
+    def thread_relationship(self, user_id: str, root: MsgRec) -> bool:
+        """The interaction relationship of ``message.read-interactions`` /
+        ``message.post-in-interactions`` (permission.go, ADR-095): the account wrote the
+        thread's root or was directly mentioned in it (in the root or a reply)."""
+        if root.actor_id == user_id:
+            return True
+        for mid in [root.id, *root.replies]:
+            m = self.messages.get(mid)
+            if m is not None and any(c == "direct" and t == user_id for c, t, _r in m.mentions):
+                return True
+        return False
+
+    def can_read_message(self, user_id: str, room: RoomRec, m: MsgRec) -> bool:
+        """Message content is readable by a member holding ``message.read``, or
+        ``message.read-interactions`` with a relationship to the message's thread
+        (``CanReadMessageEvent``; cli/internal/core/realtime_replay.go, ADR-080/095)."""
+        if user_id not in room.members:
+            return False
+        eff = self.effective(user_id, room)
+        if "message.read" in eff:
+            return True
+        return "message.read-interactions" in eff and self.thread_relationship(user_id, self.thread_of(m))
+
+    def need_read(self, actor: str, room: RoomRec, m: MsgRec | None = None) -> None:
+        """Raise ``permission_denied`` unless ``actor`` may read ``room``'s timeline (``m`` is
+        None) or the message ``m``."""
+        ok = self.can_read_message(actor, room, m) if m is not None else "message.read" in self.effective(actor, room)
+        if not ok:
+            raise err("permission_denied", "permission denied: message.read")
+
+    def _received_dm(self, actor: str, room: RoomRec) -> bool:
+        """A DM in which another member has posted: ``message.post-in-interactions`` may post there."""
+        return room.is_dm and any(
+            (m := self.messages.get(i)) is not None and m.actor_id != actor for i in room.timeline
+        )
 
     def grant(self, room_id: str | None, user_id: str, *perms: str) -> None:
         """Grant permissions at room scope (``room_id``) or server scope (``None``).
@@ -722,19 +872,19 @@ class ChattoState:
             self.add_member(room_id, actor)
             return room
 
-    def start_dm(self, actor: str, participant_ids: Iterable[str]) -> RoomRec:
-        """``RoomService.StartDM``: create or return the DM for exactly ``{actor} ∪ participants``.
-        Bots need server-scope ``message.post``; ≤ 9 others."""
+    def start_dm(self, actor: str, participant_ids: Iterable[str], *, driver: bool = False) -> RoomRec:
+        """``RoomService.StartDM``: create or return the DM for exactly ``{actor} ∪ participants``;
+        ≤ 9 others. Bots cannot call it (ADR-095, chatto#2113: ``permission_denied``; the exact
+        code is not verified); ``driver=True`` (the test driver) skips that rule."""
         with self.lock:
+            if not driver and self.user(actor).is_bot:
+                raise err("permission_denied", "bots cannot start direct messages")
             others = [p for p in dict.fromkeys(participant_ids) if p != actor]
             if len(others) > 9:
                 raise err("invalid_argument", "a direct message can have at most 10 participants")
             for p in others:
                 if p not in self.users or self.users[p].deleted:
                     raise err("not_found", "user not found")
-            me = self.user(actor)
-            if me.is_bot and "message.post" not in self.server_effective(actor):
-                raise err("permission_denied", "permission denied: message.post")
             want = frozenset([actor, *others])
             for room in self.rooms.values():
                 if room.is_dm and frozenset(room.members) == want:
@@ -751,7 +901,40 @@ class ChattoState:
         with self.lock:
             room = self.room(room_id)
             room.slow_mode_seconds = int(seconds)
+            self._emit(
+                [self._fact("room_slow_mode_changed", actor_id=None, room_id=room.id, audience=frozenset(room.members))]
+            )
+
+    def update_room(self, room_id: str, *, name: str | None = None, description: str | None = None) -> None:
+        """Rename / describe a room: a ``room_updated`` fact."""
+        with self.lock:
+            room = self.room(room_id)
+            if name is not None:
+                room.name = name
+            if description is not None:
+                room.description = description
             self._emit([self._fact("room_updated", actor_id=None, room_id=room.id, audience=frozenset(room.members))])
+
+    def set_threading_mode(self, room_id: str, mode: int) -> None:
+        """``RoomThreadingMode`` value (1 REQUIRED … 4 DISABLED): a ``room_threading_mode_changed`` fact."""
+        with self.lock:
+            room = self.room(room_id)
+            room.threading_mode = int(mode)
+            self._emit(
+                [
+                    self._fact(
+                        "room_threading_mode_changed", actor_id=None, room_id=room.id, audience=frozenset(room.members)
+                    )
+                ]
+            )
+
+    def update_profile(self, user_id: str, *, display_name: str) -> None:
+        """Change a display name: a ``user_profile_changed`` fact (every viewer)."""
+        with self.lock:
+            u = self.user(user_id)
+            u.display_name = display_name
+            u.profile_rev += 1
+            self._emit([self._fact("user_profile_changed", actor_id=user_id, user_id=user_id)])
 
     def set_archived(self, room_id: str, archived: bool = True) -> None:
         """Archive (a ``room_archived`` fact: Chatto's ``RoomArchived`` maps to ``room_remove``)
@@ -759,7 +942,7 @@ class ChattoState:
         with self.lock:
             room = self.room(room_id)
             room.archived = archived
-            kind = "room_archived" if archived else "room_updated"
+            kind = "room_archived" if archived else "room_unarchived"
             self._emit([self._fact(kind, actor_id=None, room_id=room.id, audience=frozenset(room.members))])
 
     def slow_mode_deadline(self, user_id: str, room: RoomRec) -> int | None:
@@ -821,7 +1004,11 @@ class ChattoState:
                     raise err("invalid_argument", "thread root must be a root message, not a thread reply")
                 if root.deleted_ns is not None:
                     raise err("not_found", "thread root not found")
-                self._need(actor, room, "message.post-in-thread")
+                eff = self.effective(actor, room)
+                if "message.post-in-thread" not in eff and not (
+                    "message.post-in-interactions" in eff and self.thread_relationship(actor, root)
+                ):
+                    raise err("permission_denied", "permission denied: message.post-in-thread")
                 if also_send_to_channel:
                     self._need(actor, room, "message.echo")
                     self._need(actor, room, "message.post")
@@ -830,7 +1017,11 @@ class ChattoState:
                     raise err("invalid_argument", "also_send_to_channel requires a thread reply")
                 if create_thread and room.is_dm:
                     raise err("invalid_argument", "threads are not supported in direct messages")
-                self._need(actor, room, "message.post")
+                eff = self.effective(actor, room)
+                if "message.post" not in eff and not (
+                    "message.post-in-interactions" in eff and self._received_dm(actor, room)
+                ):
+                    raise err("permission_denied", "permission denied: message.post")
                 if create_thread:
                     self._need(actor, room, "message.post-in-thread")
             assets = []
@@ -859,12 +1050,14 @@ class ChattoState:
                 body=body,
                 in_reply_to=in_reply_to,
                 thread_root_event_id=root.id if root else "",
+                mentions=self._mentions(room, body, actor),
             )
             if assets:
                 from .assets import store_of
 
                 msg.attachments = store_of(self).attach(assets, msg.id)
             audience = frozenset(room.members)
+            new_followers: list[str] = []
             if root is None:
                 msg.seq = self._next_seq()
                 self.messages[msg.id] = msg
@@ -874,6 +1067,7 @@ class ChattoState:
                 if create_thread:
                     msg.has_thread = True
                     msg.followers.append(actor)
+                    new_followers.append(actor)
                 facts.append(
                     Fact(
                         seq=msg.seq,
@@ -895,6 +1089,7 @@ class ChattoState:
                     thread_fact = self._fact("thread_created", actor_id=actor, room_id=room.id, audience=audience)
                     if root.actor_id not in root.followers:
                         root.followers.append(root.actor_id)
+                        new_followers.append(root.actor_id)
                 msg.seq = self._next_seq()
                 self.messages[msg.id] = msg
                 root.replies.append(msg.id)
@@ -904,9 +1099,11 @@ class ChattoState:
                     root.t_participants.append(actor)
                 if actor not in root.followers:
                     root.followers.append(actor)
+                    new_followers.append(actor)
                 for uid in self._mentioned(room, body, actor):  # THREAD_FOLLOW_SOURCE_DIRECT_MENTION
                     if uid not in root.followers:
                         root.followers.append(uid)
+                        new_followers.append(uid)
                 root.thread_unread |= set(root.followers) - {actor}
                 root.thread_unread.discard(actor)
                 room.unread.discard(actor)
@@ -933,6 +1130,7 @@ class ChattoState:
                         body=body,
                         echo_of_event_id=msg.id,
                         echo_from_thread_root_event_id=root.id,
+                        mentions=[list(x) for x in msg.mentions],
                     )
                     self.messages[echo.id] = echo
                     room.timeline.append(echo.id)
@@ -949,6 +1147,20 @@ class ChattoState:
                             audience=audience,
                         )
                     )
+            # ThreadFollowed facts (durable; realtime_event_projection.go maps them to
+            # thread_viewer_state_changed for the follower only)
+            thread_id = root.id if root is not None else msg.id
+            for uid in new_followers:
+                facts.append(
+                    self._fact(
+                        "thread_followed",
+                        actor_id=uid,
+                        room_id=room.id,
+                        audience=frozenset({uid}),
+                        user_id=uid,
+                        follow=(room.id, thread_id, True),
+                    )
+                )
             # snapshots after all mutations (ThreadCreated shows the updated summary, fixture 03-01)
             for f in facts:
                 if f.kind == "thread_created":
@@ -957,11 +1169,36 @@ class ChattoState:
                     assert root is not None  # reply_posted is emitted only for a reply (root set)
                     f.msg = self.view(msg)
                     f.root = self.view(root)
-                else:
+                elif f.kind == "message_posted":
                     f.msg = self.view(self.messages[f.id])
             self._emit(facts)
             self._notify_mentions(room, msg, actor)
             return msg
+
+    def _mentions(self, room: RoomRec, body: str, actor: str) -> list[list]:
+        """The message's mentions as decided at post time (``[cause, target, recipients]``):
+        ``@login`` of an existing user is a direct mention (recipient: that user when a member
+        other than the author); ``@here`` / ``@all`` (when no user has that login) mention the
+        members other than the author (``@here`` only those shown online)."""
+        out: list[list] = []
+        seen: set[tuple[str, str]] = set()
+        logins = {u.login.lower(): u.id for u in self.users.values() if not u.deleted}
+        for name in MENTION_RE.findall(body or ""):
+            low = name.lower()
+            if low in logins:
+                uid = logins[low]
+                key = ("direct", uid)
+                recipients = [uid] if uid in room.members and uid != actor else []
+            elif low in ("here", "all"):
+                key = (low, "")
+                others = [m for m in room.members if m != actor]
+                recipients = others if low == "all" else [m for m in others if self.presence_status(m) != 4]
+            else:
+                continue
+            if key not in seen:
+                seen.add(key)
+                out.append([key[0], key[1], recipients])
+        return out
 
     def _mentioned(self, room: RoomRec, body: str, actor: str) -> list[str]:
         """Members of ``room`` other than ``actor`` that ``body`` mentions by ``@login``."""
@@ -975,9 +1212,10 @@ class ChattoState:
         rooms are off): ``direct_mention_received`` per mentioned member,
         ``direct_message_received`` per other DM member, ``reply_received`` for the author of
         the ``in_reply_to`` message, ``followed_thread_activity`` per follower of the thread.
-        One per kind per recipient, never the actor. Then a live
-        ``notification_occurrences_replace`` to each recipient's sockets (Chatto's
-        ``NotificationOccurrencesInvalidated`` live event: not durable, never replayed)."""
+        One per kind per recipient, never the actor. Each new occurrence is announced to the
+        recipient's sockets with a transient ``notification_occurrences_changed
+        {created_notification_id}`` (realtime_event_projection.go pubsub mapping: no cursor,
+        never replayed)."""
         signals: dict[str, list[str]] = {}
 
         def add(uid: str, kind: str) -> None:
@@ -999,10 +1237,13 @@ class ChattoState:
             for uid in root.followers:
                 add(uid, "followed_thread_activity")
         for uid, kinds in signals.items():
+            created: list[str] = []
             for kind in sorted(kinds):  # Chatto sorts a recipient's signal identities
+                nid = new_id("N")
+                created.append(nid)
                 self.notifications.setdefault(uid, []).append(
                     NoticeRec(
-                        id=new_id("N"),
+                        id=nid,
                         created_ns=msg.created_ns,
                         actor_id=actor,
                         kind=kind,
@@ -1011,8 +1252,9 @@ class ChattoState:
                         thread_root_event_id=msg.thread_root_event_id,
                     )
                 )
-            for cb in list(self.transient_listeners):
-                cb("notifications", {"user_id": uid})
+            for nid in created:
+                for cb in list(self.transient_listeners):
+                    cb("notifications", {"user_id": uid, "created_notification_id": nid, "created_ns": self.now_ns()})
 
     def update_message(self, actor: str, room_id: str, event_id: str, body: str | None) -> MsgRec:
         """``MessageService.UpdateMessage``: author within 3 h, others need
@@ -1072,9 +1314,13 @@ class ChattoState:
             return m
 
     def get_message(self, actor: str, room_id: str, event_id: str) -> MsgRec:
+        """``MessageService/GetMessage``: membership, then ``message.read`` (or
+        read-interactions with a relationship to the message's thread)."""
         with self.lock:
             room = self._member_room(actor, room_id)
-            return self._msg_in_room(room, event_id)
+            m = self._msg_in_room(room, event_id)
+            self.need_read(actor, room, m)
+            return m
 
     def react(self, actor: str, room_id: str, message_event_id: str, emoji: str, add: bool) -> tuple[bool, MsgRec]:
         """``AddReaction``/``RemoveReaction``: ``(changed, message)``. Echo ids alias the
@@ -1114,18 +1360,81 @@ class ChattoState:
             return True, m
 
     def typing(self, actor: str, room_id: str, thread_root_event_id: str = "") -> None:
-        """``RoomService.UpdateTypingIndicator``: membership only; transient, not logged."""
+        """``RoomService.RefreshTypingIndicator``: membership only; a transient ``user_typing``
+        to the other members who can read the room or thread (realtime.go; own typing is not
+        echoed), never logged."""
         with self.lock:
             room = self._member_room(actor, room_id)
+            root = self.messages.get(thread_root_event_id) if thread_root_event_id else None
+            if thread_root_event_id and (root is None or root.room_id != room.id):
+                raise err("not_found", "thread root not found")
+            audience = frozenset(
+                u
+                for u in room.members
+                if u != actor
+                and (
+                    self.can_read_message(u, room, root)
+                    if root is not None
+                    else "message.read" in self.effective(u, room)
+                )
+            )
             payload = {
                 "room_id": room.id,
                 "thread_root_event_id": thread_root_event_id,
                 "actor_id": actor,
-                "audience": frozenset(room.members) - {actor},
+                "audience": audience,
                 "created_ns": self.now_ns(),
             }
             for cb in list(self.transient_listeners):
                 cb("typing", payload)
+
+    # ------------------------------------------------------------------ presence
+
+    def presence_status(self, user_id: str) -> int:
+        """``PresenceStatus`` value of ``user_id`` now: the stored one until it lapses, then
+        OFFLINE (4). OFFLINE is never stored: expiry or deletion means offline."""
+        entry = self.presence.get(user_id)
+        if entry is None or entry[1] <= self.now_ns():
+            return 4
+        return entry[0]
+
+    def set_presence(self, user_id: str, status: int, *, ttl_ns: int = PRESENCE_TTL_NS) -> int:
+        """``MyAccountService/SetPresence``: ONLINE/AWAY/DO_NOT_DISTURB hold for ``ttl_ns``
+        (refresh with :meth:`refresh_presence`); OFFLINE clears. A change is announced with a
+        transient ``presence_changed`` to every socket (deployment-wide)."""
+        if status not in (1, 2, 3, 4):
+            raise err("invalid_argument", "validation error:\n - status: value must be one of the defined enum values")
+        with self.lock:
+            self.user(user_id)
+            before = self.presence_status(user_id)
+            if status == 4:
+                self.presence.pop(user_id, None)
+            else:
+                self.presence[user_id] = (status, self.now_ns() + ttl_ns)
+            if before != status:
+                self._presence_changed(user_id, status)
+            return status
+
+    def refresh_presence(self, user_id: str, *, ttl_ns: int = PRESENCE_TTL_NS) -> int:
+        """``MyAccountService/RefreshPresence``: extend the current non-offline status."""
+        with self.lock:
+            status = self.presence_status(user_id)
+            if status != 4:
+                self.presence[user_id] = (status, self.now_ns() + ttl_ns)
+            return status
+
+    def sweep_presence(self) -> None:
+        """Drop lapsed presence entries and announce each user as OFFLINE."""
+        with self.lock:
+            now = self.now_ns()
+            for uid, (_status, exp) in list(self.presence.items()):
+                if exp <= now:
+                    del self.presence[uid]
+                    self._presence_changed(uid, 4)
+
+    def _presence_changed(self, user_id: str, status: int) -> None:
+        for cb in list(self.transient_listeners):
+            cb("presence", {"actor_id": user_id, "status": status, "created_ns": self.now_ns()})
 
     # ------------------------------------------------------------------ reads
 
@@ -1142,6 +1451,7 @@ class ChattoState:
             raise err("not_found", "thread root not found")
         if not root.is_root:
             raise err("invalid_argument", "thread root must be a root message, not a thread reply")
+        self.need_read(actor, room, root)
         return room, root
 
     # ------------------------------------------------------------------ persistence
@@ -1184,7 +1494,11 @@ class ChattoState:
             self.facts = []
             self.users = {}
             for u in data["users"]:
+                u = dict(u)
+                legacy = u.pop("bot_secret", "")  # hermes-chatto-local/1 files: one unnamed key
                 user = UserRec(**u)
+                if legacy and not user.bot_keys:
+                    user.bot_keys = [{"id": new_id("K"), "name": "default", "secret": legacy, "created_ns": 0}]
                 user.server_grants = set(user.server_grants)
                 self.users[user.id] = user
             self.rooms = {}

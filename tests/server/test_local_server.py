@@ -71,14 +71,19 @@ def err(resp):
 def test_get_server_is_public_and_reports_0_5(srv):
     c = RawRpc(srv.base_url)
     status, data, _ = c.call("chatto.discovery.v1.ServerDiscoveryService/GetServer", {})
-    assert status == 200 and data["profile"]["version"] == "0.5.0-dev"
+    assert status == 200 and data["profile"]["version"] == "0.5.0-beta.20"
     assert srv.requests[-1] == ("chatto.discovery.v1.ServerDiscoveryService/GetServer", None)
+    # beta.20's ServerService/GetServerProfile: the same public profile
+    status, data, _ = c.call("ServerService/GetServerProfile", {})
+    assert status == 200 and data["profile"]["version"] == "0.5.0-beta.20"
 
 
 def test_get_viewer_puts_bot_at_user_profile(srv, bot):
     data = bot.ok("ViewerService/GetViewer", {})
     prof = data["user"]["profile"]
-    assert prof["id"] == srv.world.bot_id and prof["isBot"] is True and prof["login"] == "helper_bot"
+    # beta.20 users.proto: a bot carries ``bot`` (BotInfo{owner_user_id}); ``isBot`` is gone
+    assert prof["id"] == srv.world.bot_id and prof["bot"] == {"ownerUserId": srv.world.alice_id}
+    assert prof["login"] == "helper_bot" and "isBot" not in prof
     rows = {p["permission"]: p.get("granted", False) for p in data["viewerPermissions"]["permissions"]}
     assert rows["message.post-in-thread"] is True and rows["message.manage"] is False
     assert "granted" not in next(
@@ -88,7 +93,7 @@ def test_get_viewer_puts_bot_at_user_profile(srv, bot):
 
 def test_human_token_authenticates_as_human(srv, alice):
     prof = alice.ok("ViewerService/GetViewer", {})["user"]["profile"]
-    assert prof["id"] == srv.world.alice_id and "isBot" not in prof  # default omitted
+    assert prof["id"] == srv.world.alice_id and "bot" not in prof
 
 
 @pytest.mark.parametrize("header", [None, "bearer {key}", "Bearer  {key}", "Bearer {bad}", "Bearer cht_BK_x.y"])
@@ -214,10 +219,18 @@ def test_list_rooms_omits_empty_dms_and_honours_scope(srv, bot):
     dm = rooms[1]
     assert dm["room"]["kind"] == "ROOM_KIND_DM" and "name" not in dm["room"]
     granted = {p["permission"] for p in dm["viewerState"]["permissions"] if p.get("granted")}
-    assert granted == {"message.post", "message.attach", "message.react"}
+    # the demo bot's server grants that apply in a DM, with what they include (permission.go)
+    assert granted == {
+        "message.read",
+        "message.read-interactions",
+        "message.post",
+        "message.post-in-interactions",
+        "message.attach",
+        "message.react",
+    }
     assert [r["room"]["id"] for r in bot.ok("RoomDirectoryService/ListRooms", {"scope": 3})["rooms"]] == [w.dm_id]
     assert [r["room"]["id"] for r in bot.ok("RoomDirectoryService/ListRooms", {"scope": 2})["rooms"]] == [w.general_id]
-    assert len(rooms[0]["viewerState"]["permissions"]) == 10
+    assert len(rooms[0]["viewerState"]["permissions"]) == 13
 
 
 def test_get_room_not_found_and_not_visible(srv, bot):
@@ -229,15 +242,17 @@ def test_get_room_not_found_and_not_visible(srv, bot):
     assert err(bot.call("RoomDirectoryService/GetRoom", {"roomId": other_dm}))[1] == "not_found"
 
 
-def test_start_dm_creates_or_returns_and_needs_message_post_for_bots(srv, bot):
+def test_start_dm_creates_or_returns_and_is_refused_to_bots(srv, bot):
+    """ADR-095 / chatto#2113: bots cannot call StartDM (``permission_denied``; the exact code
+    of the real server is not verified); a person creates or gets the DM."""
     w = srv.world
     bob = srv.create_user("bob")
-    r1 = bot.ok("RoomService/StartDM", {"participantIds": [bob.id]})["room"]
-    r2 = bot.ok("RoomService/StartDM", {"participant_ids": [bob.id]})["room"]
+    alice = RawRpc(srv.base_url, w.alice_token)
+    r1 = alice.ok("RoomService/StartDM", {"participantIds": [bob.id]})["room"]
+    r2 = alice.ok("RoomService/StartDM", {"participant_ids": [bob.id]})["room"]
     assert r1["id"] == r2["id"] and r1["kind"] == "ROOM_KIND_DM"
-    assert bot.ok("RoomService/StartDM", {"participantIds": [w.alice_id]})["room"]["id"] == w.dm_id
-    u, bare = new_bot(srv)
-    assert err(bare.call("RoomService/StartDM", {"participantIds": [bob.id]}))[:2] == (403, "permission_denied")
+    assert alice.ok("RoomService/StartDM", {"participantIds": [w.bot_id]})["room"]["id"] == w.dm_id
+    assert err(bot.call("RoomService/StartDM", {"participantIds": [bob.id]}))[:2] == (403, "permission_denied")
 
 
 # ----------------------------------------------------------------------------- posting rules
@@ -258,21 +273,26 @@ def test_non_member_cannot_post(srv):
     assert err(c.call("MessageService/CreateMessage", {"roomId": w.general_id, "body": "hi"}))[1] == "permission_denied"
 
 
-def test_thread_reply_needs_the_separate_post_in_thread_permission(srv):
+def test_thread_reply_permissions_0_5(srv):
+    """cli/internal/core/permission.go (0.5 names): ``message.post`` includes
+    ``message.post-in-thread`` and ``message.post-in-interactions``; ``post-in-thread`` alone
+    replies but posts no root; ``post-in-interactions`` replies only in a thread the account
+    wrote the root of or was directly mentioned in (ADR-095)."""
     w = srv.world
-    u, c = new_bot(srv, "message.post", room=w.general_id)
     root = srv.post(w.alice_id, w.general_id, "root")
-    assert c.ok("MessageService/CreateMessage", {"roomId": w.general_id, "body": "root ok"})
-    status, code, msg = err(
-        c.call(
-            "MessageService/CreateMessage", {"roomId": w.general_id, "body": "r", "threadRootEventId": root.event_id}
-        )
-    )
+    create = "MessageService/CreateMessage"
+    reply = {"roomId": w.general_id, "body": "r", "threadRootEventId": root.event_id}
+    _u, c = new_bot(srv, "message.post", room=w.general_id)
+    assert c.ok(create, {"roomId": w.general_id, "body": "root ok"}) and c.ok(create, reply)
+    _u2, c2 = new_bot(srv, "message.post-in-thread", room=w.general_id)
+    assert c2.ok(create, reply)
+    status, code, msg = err(c2.call(create, {"roomId": w.general_id, "body": "root"}))
+    assert (status, code) == (403, "permission_denied") and "message.post" in msg
+    u3, c3 = new_bot(srv, "message.post-in-interactions", room=w.general_id)
+    status, code, msg = err(c3.call(create, reply))
     assert (status, code) == (403, "permission_denied") and "post-in-thread" in msg
-    srv.grant(w.general_id, u.id, "message.post-in-thread")
-    assert c.ok(
-        "MessageService/CreateMessage", {"roomId": w.general_id, "body": "r", "threadRootEventId": root.event_id}
-    )
+    asked = srv.post(w.alice_id, w.general_id, f"@{u3.login} a question")
+    assert c3.ok(create, {"roomId": w.general_id, "body": "answer", "threadRootEventId": asked.event_id})
 
 
 def test_first_reply_creates_the_thread(srv, bot):
@@ -416,7 +436,7 @@ def test_slow_mode_covers_thread_replies_not_edits_and_deletes_outlive_the_edit_
     assert (status, code) == (429, "resource_exhausted")
     bot.ok("MessageService/UpdateMessage", {"roomId": w.general_id, "eventId": m["id"], "body": "one, edited"})
     srv.advance_clock(3 * 3600 + 1)
-    assert bot.ok("MessageService/DeleteMessage", {"roomId": w.general_id, "eventId": m["id"]})["deleted"] is True
+    assert bot.ok("MessageService/DeleteMessage", {"roomId": w.general_id, "eventId": m["id"]}) == {}
 
 
 def test_backdated_message_is_outside_the_edit_window(srv):
@@ -445,7 +465,8 @@ def test_delete_leaves_a_tombstone(srv, bot):
     r = bot.ok(
         "MessageService/CreateMessage", {"roomId": w.general_id, "body": "oops", "threadRootEventId": root.event_id}
     )["message"]
-    assert bot.ok("MessageService/DeleteMessage", {"roomId": w.general_id, "eventId": r["id"]}) == {"deleted": True}
+    # beta.20 DeleteMessageResponse is empty
+    assert bot.ok("MessageService/DeleteMessage", {"roomId": w.general_id, "eventId": r["id"]}) == {}
     page = bot.ok("ThreadService/GetThreadEvents", {"roomId": w.general_id, "threadRootEventId": root.event_id})["page"]
     tomb = page["events"][1]["messagePosted"]["message"]
     assert tomb["id"] == r["id"] and "deletedAt" in tomb and "body" not in tomb
@@ -506,18 +527,22 @@ def test_reaction_needs_message_react(srv):
 
 
 def test_typing_indicator_needs_membership_only(srv):
+    """beta.20 RoomService/RefreshTypingIndicator (UpdateTypingIndicator is gone): membership
+    only, an empty response."""
     w = srv.world
     u, c = new_bot(srv, room=w.general_id)  # member without any permission
-    assert c.ok("RoomService/UpdateTypingIndicator", {"roomId": w.general_id}) == {"updated": True}
+    assert c.ok("RoomService/RefreshTypingIndicator", {"roomId": w.general_id}) == {}
     u2, c2 = new_bot(srv)
-    assert err(c2.call("RoomService/UpdateTypingIndicator", {"roomId": w.general_id}))[1] == "permission_denied"
+    assert err(c2.call("RoomService/RefreshTypingIndicator", {"roomId": w.general_id}))[1] == "permission_denied"
+    assert c.call("RoomService/UpdateTypingIndicator", {"roomId": w.general_id})[0] == 404
 
 
 def test_users(srv, bot):
     w = srv.world
     got = bot.ok("UserService/BatchGetUsers", {"userIds": [w.alice_id, "U" + "0" * 14, w.bot_id]})["users"]
     assert [u["user"]["id"] for u in got] == [w.alice_id, w.bot_id]
-    assert got[1]["user"]["isBot"] is True and got[0]["roles"] == ["everyone"]
+    assert got[1]["user"]["bot"]["ownerUserId"] == w.alice_id and "bot" not in got[0]["user"]
+    assert got[0]["roles"] == ["everyone"]
     assert bot.ok("UserService/GetUser", {"login": "alice"})["user"]["user"]["id"] == w.alice_id
     assert bot.ok("UserService/GetUser", {"userId": w.bot_id})["user"]["user"]["login"] == "helper_bot"
     assert err(bot.call("UserService/GetUser", {"login": "nobody"}))[1] == "not_found"
@@ -742,3 +767,84 @@ def test_accepted_connections_have_nagle_off(srv, bot):
             assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
     finally:
         conn.close()
+
+
+# ----------------------------------------------------------------------------- 0.5 RPCs
+
+
+def test_reads_need_message_read_or_an_interaction(srv):
+    """cli/internal/core/permission.go, ADR-080/095: channel timelines, threads and messages
+    need ``message.read``; ``message.read-interactions`` reads only a thread the account wrote
+    the root of or was directly mentioned in (the whole thread)."""
+    w = srv.world
+    u, c = new_bot(srv, "message.read-interactions", room=w.general_id)
+    other = srv.post(w.alice_id, w.general_id, "not for the bot")
+    asked = srv.post(w.alice_id, w.general_id, f"@{u.login} hi")
+    later = srv.reply(w.alice_id, w.general_id, asked.event_id, "more")
+    assert err(c.call("RoomService/GetRoomEvents", {"roomId": w.general_id}))[:2] == (403, "permission_denied")
+    assert err(c.call("MessageService/GetMessage", {"roomId": w.general_id, "eventId": other.event_id}))[1] == (
+        "permission_denied"
+    )
+    assert c.ok("MessageService/GetMessage", {"roomId": w.general_id, "eventId": later.event_id})
+    page = c.ok("ThreadService/GetThreadEvents", {"roomId": w.general_id, "threadRootEventId": asked.event_id})
+    assert [e["id"] for e in page["page"]["events"]] == [asked.event_id, later.event_id]
+    status, code, msg = err(
+        c.call("ThreadService/GetThreadEvents", {"roomId": w.general_id, "threadRootEventId": other.event_id})
+    )
+    assert (status, code) == (403, "permission_denied") and "message.read" in msg
+
+
+def test_batch_get_messages(srv, bot):
+    """beta.20 MessageService/BatchGetMessages{room_id, event_ids}: the readable messages in
+    request order; unknown ids left out; more than 100 ids is invalid."""
+    w = srv.world
+    a = srv.post(w.alice_id, w.general_id, "a")
+    b = srv.post(w.alice_id, w.general_id, "b")
+    got = bot.ok(
+        "MessageService/BatchGetMessages",
+        {"roomId": w.general_id, "eventIds": [b.event_id, "E" + "0" * 14, a.event_id]},
+    )["messages"]
+    assert [(m["id"], m["body"]) for m in got] == [(b.event_id, "b"), (a.event_id, "a")]
+    assert err(bot.call("MessageService/BatchGetMessages", {"roomId": w.general_id, "eventIds": ["x"] * 101}))[1] == (
+        "invalid_argument"
+    )
+
+
+def test_presence_set_refresh_and_lapse(srv, bot):
+    """beta.20 MyAccountService/SetPresence{status, user_selected} and RefreshPresence: a
+    status holds for the presence TTL (60 s; OFFLINE is never stored: it lapses or is
+    cleared) and shows in User.presence_status."""
+    w = srv.world
+    assert bot.ok("MyAccountService/SetPresence", {"status": "PRESENCE_STATUS_ONLINE", "userSelected": True}) == {
+        "status": "PRESENCE_STATUS_ONLINE"
+    }
+    user = bot.ok("UserService/GetUser", {"userId": w.bot_id})["user"]["user"]
+    assert user["presenceStatus"] == "PRESENCE_STATUS_ONLINE" and srv.presence_of(w.bot_id) == "ONLINE"
+    srv.advance_clock(50)
+    assert bot.ok("MyAccountService/RefreshPresence", {})["preference"]["status"] == "PRESENCE_STATUS_ONLINE"
+    srv.advance_clock(50)
+    assert srv.presence_of(w.bot_id) == "ONLINE"  # refreshed 50 s ago
+    srv.advance_clock(11)
+    assert srv.presence_of(w.bot_id) == "OFFLINE"
+    bot.ok("MyAccountService/SetPresence", {"status": "PRESENCE_STATUS_AWAY"})
+    bot.ok("MyAccountService/SetPresence", {"status": "PRESENCE_STATUS_OFFLINE"})
+    assert srv.presence_of(w.bot_id) == "OFFLINE"
+
+
+def test_named_bot_keys(srv, bot):
+    """beta.20 BotService/CreateBotApiKey{bot_user_id, name} → {bot, api_key (shown once),
+    api_key_metadata}; several keys are valid at once; RevokeBotApiKey{bot_user_id, key_id}
+    kills one. Only the bot's owner (or a bot.manage holder) may; the bot itself may not."""
+    w = srv.world
+    alice = RawRpc(srv.base_url, w.alice_token)
+    made = alice.ok("BotService/CreateBotApiKey", {"botUserId": w.bot_id, "name": "laptop"})
+    key2, meta = made["apiKey"], made["apiKeyMetadata"]
+    assert meta["name"] == "laptop" and [k["name"] for k in made["bot"]["apiKeys"]] == ["default", "laptop"]
+    assert RawRpc(srv.base_url, key2).ok("ViewerService/GetViewer", {})["user"]["profile"]["id"] == w.bot_id
+    assert err(bot.call("BotService/CreateBotApiKey", {"botUserId": w.bot_id, "name": "x"}))[1] == "permission_denied"
+    first = made["bot"]["apiKeys"][0]["id"]
+    left = alice.ok("BotService/RevokeBotApiKey", {"botUserId": w.bot_id, "keyId": first})["bot"]["apiKeys"]
+    assert [k["id"] for k in left] == [meta["id"]]
+    assert err(bot.call("ViewerService/GetViewer", {}))[:2] == (401, "unauthenticated")
+    assert srv.key_of(w.bot_id) == key2
+    assert err(alice.call("BotService/RevokeBotApiKey", {"botUserId": w.bot_id, "keyId": first}))[1] == "not_found"
