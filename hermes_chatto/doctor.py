@@ -5,6 +5,9 @@ for this profile and prints one line per check — ``pass`` / ``warn`` / ``fail`
 fix. Exit code 0 when nothing fails, else 1. ``--json`` prints one JSON object
 ``{"checks": [{"name", "status", "detail", "fix", "elapsed_ms"}], "ok", "summary", ...}``.
 
+The plugin speaks realtime protocol 4 only: Chatto 0.5.0-beta.10 … beta.20 (0.4.x speaks
+protocol 1, 0.5.0-alpha.1 … alpha.5 protocol 2; docs/chatto-0.5.md).
+
 Checks, in order (later ones are skipped when an earlier one makes them meaningless):
 
 1. ``configuration`` — settings resolve (:func:`hermes_chatto.config.load_settings`); URL and
@@ -12,23 +15,26 @@ Checks, in order (later ones are skipped when an earlier one makes them meaningl
 2. ``authorization`` — someone is allowed to talk to the bot (``CHATTO_ALLOWED_USERS`` /
    ``CHATTO_ALLOW_ALL_USERS`` / ``GATEWAY_*``), else pairing codes only.
 3. ``server`` — ``ServerDiscoveryService/GetServer``: reachable, Connect JSON (a non-JSON 404
-   means "not a Chatto server / wrong URL"). The version string is reported, not judged: a
-   plain ``go build`` of Chatto main reports ``0.4.8`` (its ``cli/version.go``) and still speaks
-   realtime protocol 2 with bot keys. When the string is not ≥ 0.5.0-0 the check asks the
-   realtime endpoint instead (:func:`protocol_probe`: a key-less ``hello`` v2 —
-   ``unsupported_protocol`` is a protocol-1 server, ``authentication_required`` one that
-   accepted protocol 2).
-4. ``bot key`` — ``ViewerService/GetViewer``: accepted (``unauthenticated`` → rotate the key
-   and update ``CHATTO_BOT_KEY``), ``isBot``.
+   means "not a Chatto server / wrong URL"), its version (``ServerPublicProfile.version``)
+   judged against the tested range (:func:`version_note`), and a key-less protocol-4 probe
+   of ``/api/realtime`` (:func:`protocol_probe`: Chatto checks the protocol version before
+   the credential, so ``AUTHENTICATION_REQUIRED`` means protocol 4 and
+   ``UNSUPPORTED_PROTOCOL`` or an undecodable first frame means another protocol). The probe,
+   not the version string, decides: a plain build of Chatto main reports ``0.4.8``.
+4. ``bot key`` — ``ViewerService/GetViewer``: accepted (``unauthenticated`` → a new key),
+   a bot account (``User.bot``).
 5. ``rooms`` + one ``room <name>`` line per member room — ``RoomDirectoryService/ListRooms``:
-   ``message.post``, ``message.post-in-thread`` (channels), ``message.react``,
-   ``message.attach`` granted or missing; 0 rooms / more than 64 warned; configured room
-   references (free_response_rooms, retained_rooms, home_channel) resolve.
-6. ``realtime`` — WebSocket ``/api/realtime``: hello v2 → server hello → subscribe →
-   subscribed → … → ``caught_up``, timed (ms). ``unsupported_protocol`` → a protocol-1
-   (Chatto 0.4.x) server; a server hello without protocol 2 or without the
-   ``chatto.realtime.projection.v1`` capability is reported too. This handshake, not the
-   version string, is what decides whether the server can run the bot.
+   which rooms the bot reads fully (``message.read``), only its interactions
+   (``message.read-interactions``) or not at all; where it posts (``message.post``), only in
+   interactions (``message.post-in-interactions``) or not at all; ``message.post-in-thread``
+   (channels), ``message.react``, ``message.attach``
+   (:func:`hermes_chatto.adapter.permissions.room_problems`); ``direct messages``: bots
+   cannot open DMs, a DM reaches the bot only when a person opens it; configured room
+   references (free_response_rooms, home_channel) resolve.
+6. ``realtime`` — WebSocket ``/api/realtime``: ``RealtimeSubscribe{protocol_version: 4,
+   key, no cursor, LIVE_ONLY}`` → ``caught_up`` (pass, timed in ms) or ``close``:
+   ``UNSUPPORTED_PROTOCOL`` / an undecodable first frame → one line naming what the server
+   speaks; ``AUTHENTICATION_REQUIRED`` → the key; ``TEMPORARILY_UNAVAILABLE`` → retry later.
 
 Configuration: the profile's ``<HERMES_HOME>/.env`` and ``config.yaml``
 (``platforms.chatto.extra``), with any ``CHATTO_*`` variable in the process environment
@@ -70,29 +76,46 @@ from hermes_chatto.config import (
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
 
-#: Permissions a bot needs in a room; bots start with none and inherit no role's grants.
+#: Permissions a bot needs in a room (names and meaning: :mod:`hermes_chatto.adapter.permissions`).
+PERM_READ = "message.read"
 PERM_POST = "message.post"
 PERM_THREAD = "message.post-in-thread"
 PERM_REACT = "message.react"
 PERM_ATTACH = "message.attach"
-ROOM_PERMISSIONS = (PERM_POST, PERM_THREAD, PERM_REACT, PERM_ATTACH)
-MAX_RETAINED_ROOMS = 64
+ROOM_PERMISSIONS = (
+    PERM_READ,
+    "message.read-interactions",
+    PERM_POST,
+    "message.post-in-interactions",
+    PERM_THREAD,
+    PERM_REACT,
+    PERM_ATTACH,
+)
 #: Seconds to wait for ``caught_up`` (the server bounds catch-up to 30 s).
 REALTIME_TIMEOUT = 35.0
-PROJECTION_CAPABILITY = "chatto.realtime.projection.v1"
+#: The realtime protocol the plugin speaks (``RealtimeSubscribe.protocol_version``).
+PROTOCOL = 4
+#: The Chatto releases that speak it (one schema throughout; docs/chatto-0.5.md).
+SUPPORTED_RANGE = "Chatto 0.5.0-beta.10 … beta.20"
+#: ``(major, minor, patch, beta)`` bounds of :data:`SUPPORTED_RANGE`.
+_TESTED_LOW, _TESTED_HIGH = (0, 5, 0, 10), (0, 5, 0, 20)
 
 FIX_KEY = (
-    "rotate the key in Chatto (bot settings → rotate API key), then save the new key: "
-    "`hermes chatto setup` checks and writes it, or set CHATTO_BOT_KEY in the profile's .env"
+    "create a new API key for the bot in Chatto (bot settings → API keys; revoke the old one), then "
+    "save it: `hermes chatto setup` checks and writes it, or set CHATTO_BOT_KEY in the profile's .env"
 )
-FIX_UPGRADE = "upgrade the Chatto server to ≥ 0.5.0 (bot accounts and realtime protocol 2)"
+FIX_UPGRADE = f"run {SUPPORTED_RANGE} (this plugin speaks realtime protocol {PROTOCOL} only)"
 FIX_URL = (
     "set CHATTO_URL (or url under platforms.chatto.extra in config.yaml) to the Chatto "
     "server's base URL — the address you open in a browser, without /api"
 )
-MSG_PROTOCOL_1 = "Chatto 0.4.x speaks realtime protocol 1; bot accounts need ≥ 0.5.0"
 #: Seconds the key-less protocol probe of the server check waits for the server's answer.
 PROTOCOL_PROBE_TIMEOUT = 10.0
+#: What a bot can and cannot do about DMs (said by the ``direct messages`` check).
+DM_NOTE = (
+    "Chatto bots cannot open DMs (StartDM is refused for bots): a DM reaches the bot only when a "
+    "person opens one with it, and the bot must be allowed at the Direct messages scope"
+)
 
 _SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
 
@@ -125,13 +148,69 @@ def parse_semver(version: str) -> tuple[int, int, int, str] | None:
 
 
 def supports_bot_accounts(version: str) -> bool | None:
-    """Whether a server ``version`` is ≥ ``0.5.0-0`` (bot keys + realtime protocol 2; the
-    gate of Chatto's own client, ``apps/frontend/src/lib/state/server/compatibility.ts``).
-    ``None`` when unparsable — probe the realtime endpoint instead. Any 0.5.0 pre-release is ≥ 0.5.0-0."""
+    """Whether a server ``version`` is ≥ ``0.5.0-0`` (bot keys; the gate of Chatto's own
+    client, ``apps/frontend/src/lib/state/server/compatibility.ts``). ``None`` when
+    unparsable. Any 0.5.0 pre-release is ≥ 0.5.0-0 — which says nothing about its realtime
+    protocol (:func:`version_note`)."""
     v = parse_semver(version)
     if v is None:
         return None
     return v[:3] >= (0, 5, 0)
+
+
+_PRE = re.compile(r"^(alpha|beta|rc)\.(\d+)")
+
+
+@dataclass(frozen=True)
+class VersionNote:
+    """What a server's version string says about its realtime protocol. ``kind``:
+    ``"tested"`` (within :data:`SUPPORTED_RANGE`), ``"protocol_1"`` (0.4.x and older),
+    ``"protocol_2"`` (0.5.0-alpha.1 … alpha.5), ``"pre_beta"`` (0.5.0-alpha.6 … beta.9:
+    protocol 3 or an earlier protocol-4 schema), ``"newer"`` (after beta.20), ``"unknown"``
+    (not semver, or a ``-dev`` build: only the handshake tells). ``speaks`` names the
+    protocol those releases speak (``""`` when not known). Never decisive on its own: a plain
+    build of Chatto main reports ``0.4.8``."""
+
+    kind: str
+    speaks: str = ""
+
+
+def version_note(version: str) -> VersionNote:
+    """Judge ``version`` (``ServerPublicProfile.version``, e.g. ``"0.5.0-beta.20"``)."""
+    v = parse_semver(version)
+    if v is None:
+        return VersionNote("unknown")
+    major, minor, patch, pre = v
+    if (major, minor, patch) < (0, 5, 0):
+        return VersionNote("protocol_1", "Chatto 0.4.x speaks realtime protocol 1")
+    if (major, minor, patch) > (0, 5, 0) or not pre:
+        return VersionNote("newer")
+    m = _PRE.match(pre)
+    if not m:
+        return VersionNote("unknown")
+    stage, n = m.group(1), int(m.group(2))
+    if stage == "alpha" and n <= 5:
+        return VersionNote("protocol_2", "Chatto 0.5.0-alpha.1 … alpha.5 speak realtime protocol 2")
+    if stage == "alpha" or (stage == "beta" and (0, 5, 0, n) < _TESTED_LOW):
+        return VersionNote(
+            "pre_beta", "Chatto 0.5.0-alpha.6 … beta.9 speak realtime protocol 3 or an earlier protocol 4"
+        )
+    if stage == "beta" and (0, 5, 0, n) <= _TESTED_HIGH:
+        return VersionNote("tested")
+    return VersionNote("newer")
+
+
+def not_protocol_4_line(server_version: str, evidence: str) -> str:
+    """The one line for a server that does not speak realtime protocol 4: what it speaks if
+    known (from ``server_version`` and the ``evidence`` seen: a close code or the first frame),
+    that this plugin speaks protocol 4, and which Chatto releases do."""
+    note = version_note(server_version)
+    what = f"Chatto {server_version}" if server_version else "the Chatto server"
+    known = f"; {note.speaks}" if note.speaks else ""
+    return (
+        f"{what} does not speak realtime protocol {PROTOCOL} (it answered {evidence}{known}): this plugin "
+        f"speaks realtime protocol {PROTOCOL}, and {SUPPORTED_RANGE} speak it"
+    )
 
 
 # --------------------------------------------------------------------------- results
@@ -283,25 +362,44 @@ def profile_scope(
 
 # --------------------------------------------------------------------------- realtime probe
 
+#: ``RealtimeClose.code`` value → the probe's ``error_code`` (``RealtimeCloseCode`` names, lower case).
+_CLOSE_CODES = {
+    1: "invalid_request",
+    2: "unsupported_protocol",
+    3: "temporarily_unavailable",
+    4: "authentication_required",
+    5: "session_renewal_required",
+    6: "resync_required",
+    7: "session_terminated",
+    8: "privileged_mode_expired",
+}
+#: Probe outcomes that mean "this server does not speak protocol 4".
+NOT_PROTOCOL_4 = frozenset({"unsupported_protocol", "undecodable_frame", "not_protocol_4"})
+
 
 @dataclass
 class RealtimeProbe:
-    """Outcome of :func:`realtime_probe`. Times in milliseconds from the start of the probe;
-    ``error_code`` is the realtime error/close code (``unsupported_protocol``,
-    ``authentication_required``, ``timeout``, ``connect_failed``…) or ``""``."""
+    """Outcome of :func:`realtime_probe`. Times in milliseconds from the start of the probe.
+    ``error_code``: a lower-case ``RealtimeCloseCode`` name (``unsupported_protocol``,
+    ``authentication_required``, ``temporarily_unavailable``, ``invalid_request``, …),
+    ``undecodable_frame`` / ``not_protocol_4`` (the first frame was not protocol 4;
+    ``evidence`` says what it was), ``connect_failed``, ``connection_closed``, ``timeout``, or
+    ``""``. ``retry_after`` is seconds (``RealtimeClose.retry_after``; ``None`` = not given).
+    ``recovery`` is ``caught_up.recovery`` (``"live_only"`` for this probe);
+    ``server_version`` comes from a ``snapshot`` frame when one was sent."""
 
     caught_up: bool = False
-    protocol_version: int = 0
+    recovery: str = ""
     server_version: str = ""
-    capabilities: tuple[str, ...] = ()
-    heartbeat_interval_seconds: int = 0
     connect_ms: float | None = None
-    hello_ms: float | None = None
-    subscribed_ms: float | None = None
+    first_frame_ms: float | None = None
     caught_up_ms: float | None = None
-    projection_events: int = 0
+    frames: int = 0
     error_code: str = ""
     error_message: str = ""
+    evidence: str = ""
+    reconnect: bool = False
+    retry_after: float | None = None
 
 
 def realtime_url(base_url: str) -> str:
@@ -312,16 +410,47 @@ def realtime_url(base_url: str) -> str:
     return _realtime_url(base_url)
 
 
+def _first_frame_evidence(data: bytes | str) -> tuple[Any, str]:
+    """Decode the first frame a server sent: ``(frame, "")`` for a plausible protocol-4
+    frame, else ``(None, evidence)`` naming what it was (e.g. ``"a protocol 2 (error
+    bad_hello) frame"``, ``"an undecodable first frame"``). Never returns frame content
+    beyond a short lower-case code."""
+    from hermes_chatto.wire.frames import FrameDecodeError, decode_server_frame, legacy_frame_hint
+
+    hint = legacy_frame_hint(data)
+    if hint:
+        return None, f"a {hint} frame"
+    try:
+        frame = decode_server_frame(data)
+    except FrameDecodeError:
+        return None, "an undecodable first frame"
+    from hermes_chatto.wire.frames import plausible_before_caught_up
+
+    if not plausible_before_caught_up(frame):
+        return None, f"a first frame that is not protocol {PROTOCOL} ({frame.WhichOneof('frame')})"
+    return frame, ""
+
+
+def _close_into(res: RealtimeProbe, close: Any) -> None:
+    res.error_code = _CLOSE_CODES.get(int(close.code), f"close_{int(close.code)}")
+    res.error_message = str(close.message)[:200]
+    res.reconnect = bool(close.reconnect)
+    if close.HasField("retry_after"):
+        res.retry_after = close.retry_after.seconds + close.retry_after.nanos / 1e9
+    res.evidence = res.error_code.upper()
+
+
 async def realtime_probe(
     base_url: str, token: Any, *, connect: Callable[..., Any] | None = None, timeout: float = REALTIME_TIMEOUT
 ) -> RealtimeProbe:
-    """One protocol-2 handshake (hello → subscribe → ``caught_up``) without retained rooms or a
-    cursor; closes the socket afterwards. ``token``: bot key (str or SecretStr).
+    """One protocol-4 subscribe, ``RealtimeSubscribe{protocol_version: 4, bearer_token: token,
+    no resume_cursor, initial_state: LIVE_ONLY}``, read until ``caught_up`` or ``close``; the
+    socket is closed afterwards. ``token``: bot key (str or SecretStr; ``None`` = key-less).
     ``connect`` defaults to :func:`hermes_chatto.wire.realtime.default_connect` (websockets
-    with a logger that never dumps frames: the hello frame carries the key). Never raises for server
-    behaviour; the result carries the error code.
+    with a logger that never dumps frames: the subscribe frame carries the key). Timeout in
+    seconds. Never raises for server behaviour; the result carries the outcome.
     """
-    from hermes_chatto.wire.frames import decode_server_frame, encode_hello, encode_subscribe
+    from hermes_chatto.wire.frames import decode_server_frame, encode_subscribe, snapshot_of
 
     if connect is None:
         from hermes_chatto.wire.realtime import default_connect
@@ -333,7 +462,7 @@ async def realtime_probe(
     def ms() -> float:
         return (time.perf_counter() - t0) * 1000.0
 
-    async def handshake() -> None:
+    async def subscribe() -> None:
         try:
             ws = await connect(realtime_url(base_url), max_size=64 * 1024 * 1024, open_timeout=timeout, close_timeout=2)
         except Exception as exc:
@@ -342,49 +471,42 @@ async def realtime_probe(
             return
         res.connect_ms = ms()
         try:
-            await ws.send(encode_hello(token))
-            subscribed_sent = False
+            await ws.send(encode_subscribe(token, None, "live_only"))
             while True:
                 data = await ws.recv()
-                frame = decode_server_frame(data)
+                if res.frames == 0:
+                    res.first_frame_ms = ms()
+                    frame, evidence = _first_frame_evidence(data)
+                    if frame is None:
+                        res.error_code = "not_protocol_4" if "protocol 2" in evidence else "undecodable_frame"
+                        res.evidence = evidence
+                        return
+                else:
+                    frame = decode_server_frame(data)
+                res.frames += 1
                 kind = frame.WhichOneof("frame")
-                if kind == "hello":
-                    res.hello_ms = ms()
-                    res.protocol_version = frame.hello.protocol_version
-                    res.server_version = frame.hello.server_version
-                    res.capabilities = tuple(frame.hello.capabilities)
-                    res.heartbeat_interval_seconds = frame.hello.heartbeat_interval_seconds
-                    if not subscribed_sent:
-                        await ws.send(encode_subscribe(None, []))
-                        subscribed_sent = True
-                elif kind == "subscribed":
-                    res.subscribed_ms = ms()
-                elif kind == "projection_event":
-                    res.projection_events += 1
-                elif kind == "caught_up":
+                if kind == "caught_up":
                     res.caught_up_ms = ms()
                     res.caught_up = True
+                    res.recovery = {1: "resumed", 2: "snapshot", 3: "live_only"}.get(int(frame.caught_up.recovery), "")
                     return
-                elif kind == "error":
-                    if frame.error.fatal or not res.hello_ms:
-                        res.error_code = frame.error.code or "error"
-                        res.error_message = frame.error.message
-                        return
-                elif kind == "close":
-                    res.error_code = frame.close.code or "close"
-                    res.error_message = frame.close.message
+                if kind == "close":
+                    _close_into(res, frame.close)
                     return
+                if kind == "snapshot":
+                    res.server_version = snapshot_of(frame.snapshot).server_version
         except Exception as exc:
             if not res.error_code:
                 code = getattr(ws, "close_code", None) if "ws" in locals() else None
                 res.error_code = "connection_closed"
                 res.error_message = f"{type(exc).__name__}" + (f" (WebSocket close {code})" if code else "")
+                res.evidence = "a closed connection without a close frame"
         finally:
             with contextlib.suppress(Exception):
                 await ws.close()
 
     try:
-        await asyncio.wait_for(handshake(), timeout)
+        await asyncio.wait_for(subscribe(), timeout)
     except TimeoutError:
         res.error_code = res.error_code or "timeout"
         res.error_message = res.error_message or f"no caught_up within {timeout:.0f} s"
@@ -393,69 +515,34 @@ async def realtime_probe(
 
 @dataclass(frozen=True)
 class ProtocolVerdict:
-    """What the realtime endpoint says about the server: ``protocol`` is 2 (it accepted a
-    protocol-2 ``hello``), 1 (it answered ``unsupported_protocol``) or ``None`` (no answer that
-    decides: unreachable, timeout, another error). ``evidence`` is the code or frame seen."""
+    """What the realtime endpoint says about the server: ``speaks`` is True (it speaks
+    protocol 4), False (it refused protocol 4 or answered with another protocol's frame) or
+    ``None`` (no answer that decides: unreachable, timeout, another close). ``evidence`` is
+    the close code or frame seen, in words."""
 
-    protocol: int | None
+    speaks: bool | None
     evidence: str
 
 
 async def protocol_probe(
     base_url: str, *, connect: Callable[..., Any] | None = None, timeout: float = PROTOCOL_PROBE_TIMEOUT
 ) -> ProtocolVerdict:
-    """Ask ``/api/realtime`` which protocol it speaks, without a key: send
-    ``hello{protocol_version: 2}`` with no ``bearer_token`` and read one frame. Chatto checks
-    the protocol version before authentication (``cli/internal/http_server/realtime.go``:
-    ``unsupported_protocol`` first, then ``authentication_required``), so
-    ``authentication_required`` means protocol 2 and ``unsupported_protocol`` protocol 1 — the
-    same answer for any version string. Timeout in seconds; never raises."""
-    from hermes_chatto.wire.frames import decode_server_frame, encode_hello
-
-    if connect is None:
-        from hermes_chatto.wire.realtime import default_connect
-
-        connect = default_connect
-
-    async def ask() -> ProtocolVerdict:
-        try:
-            ws = await connect(realtime_url(base_url), max_size=1024 * 1024, open_timeout=timeout, close_timeout=2)
-        except Exception as exc:
-            return ProtocolVerdict(None, f"connect_failed ({type(exc).__name__})")
-        try:
-            await ws.send(encode_hello(None))
-            frame = decode_server_frame(await ws.recv())
-            kind = frame.WhichOneof("frame")
-            if kind == "hello":
-                v = int(frame.hello.protocol_version)
-                return ProtocolVerdict(v if v in (1, 2) else None, f"server hello v{v}")
-            code = frame.error.code if kind == "error" else frame.close.code if kind == "close" else kind
-            if code == "unsupported_protocol":
-                return ProtocolVerdict(1, code)
-            if code == "authentication_required":
-                return ProtocolVerdict(2, code)
-            return ProtocolVerdict(None, code or "no answer")
-        except Exception as exc:
-            return ProtocolVerdict(None, f"{type(exc).__name__}")
-        finally:
-            with contextlib.suppress(Exception):
-                await ws.close()
-
-    try:
-        return await asyncio.wait_for(ask(), timeout)
-    except TimeoutError:
-        return ProtocolVerdict(None, "timeout")
-
-
-async def server_protocol(
-    base_url: str, version: str, *, connect: Callable[..., Any] | None = None, timeout: float = PROTOCOL_PROBE_TIMEOUT
-) -> ProtocolVerdict:
-    """The protocol verdict for a server reporting ``version``: a version ≥ 0.5.0-0 is taken at
-    its word (the realtime check confirms it later); any other string — ``0.4.8`` from a plain
-    build of Chatto main, ``dev``, a real 0.4.x — is settled by :func:`protocol_probe`."""
-    if supports_bot_accounts(version):
-        return ProtocolVerdict(2, f"version {version}")
-    return await protocol_probe(base_url, connect=connect, timeout=timeout)
+    """Ask ``/api/realtime`` whether it speaks protocol 4, without a key: a
+    :func:`realtime_probe` with no ``bearer_token``. Chatto checks the protocol version before
+    the credential (``cli/internal/http_server/realtime.go``, docs/chatto-0.5.md §1.1), so
+    ``AUTHENTICATION_REQUIRED`` means protocol 4, ``UNSUPPORTED_PROTOCOL`` or a first frame that
+    is not protocol 4 means another protocol — the same answer for any version string.
+    Timeout in seconds; never raises."""
+    p = await realtime_probe(base_url, None, connect=connect, timeout=timeout)
+    if p.error_code == "authentication_required" or p.caught_up:
+        return ProtocolVerdict(
+            True, "AUTHENTICATION_REQUIRED to a key-less subscribe" if not p.caught_up else "caught_up"
+        )
+    if p.error_code in NOT_PROTOCOL_4:
+        return ProtocolVerdict(False, p.evidence or p.error_code)
+    if p.error_code == "connect_failed":
+        return ProtocolVerdict(None, f"connect_failed ({p.error_message.split(':', 1)[0]})")
+    return ProtocolVerdict(None, p.evidence or p.error_code or "no answer")
 
 
 # --------------------------------------------------------------------------- checks
@@ -596,42 +683,92 @@ def _room_label(room: Any) -> str:
     return f"#{room.name}" if getattr(room, "name", "") else room.id
 
 
-def _room_check(room: Any, settings: ChattoSettings) -> Check:
-    needed = [PERM_POST] + ([] if room.is_dm else [PERM_THREAD]) + [PERM_REACT, PERM_ATTACH]
-    missing = [p for p in needed if not room.granted(p)]
-    granted = [p for p in needed if room.granted(p)]
+#: How :func:`hermes_chatto.adapter.permissions.read_access` / ``post_access`` levels read.
+_READS = {"full": "reads all messages", "interactions": "reads only its interactions", "none": "reads nothing"}
+_POSTS = {
+    "full": "posts",
+    "threads": "posts only in threads",
+    "interactions": "posts only in its interactions",
+    "none": "cannot post",
+}
+
+
+def _post_level(room: Any) -> str:
+    """:func:`~hermes_chatto.adapter.permissions.post_access`, with ``"threads"`` for a channel
+    where the bot lacks ``message.post`` but holds ``message.post-in-thread``."""
+    from hermes_chatto.adapter.permissions import INTERACTIONS, NONE, PERM_THREAD, has, post_access
+
+    level = post_access(room)
+    if level in (NONE, INTERACTIONS) and not room.is_dm and has(room.permissions or {}, PERM_THREAD):
+        return "threads"
+    return level
+
+
+def _access_words(room: Any) -> str:
+    from hermes_chatto.adapter.permissions import read_access
+
+    words = [_READS.get(read_access(room), ""), _POSTS.get(_post_level(room), "")]
+    return ", ".join(w for w in words if w)
+
+
+def _room_check(room: Any, settings: ChattoSettings, free: frozenset[str] = frozenset()) -> Check:
+    from hermes_chatto.adapter.permissions import FIX_DM, PERM_THREAD, has, room_problems
+
     label = _room_label(room)
     name = f"room {label}"
-    if not missing:
-        return Check(name, PASS, "granted: " + ", ".join(granted))
-    fix = (
-        f"grant {', '.join(missing)} to the bot itself in Chatto (room settings → permissions; roles do "
-        f"not apply to bots). If the bot already has that grant, its owner lacks {', '.join(missing)}: "
-        "a bot's grant works only while its owner holds the same permission"
+    reactions = bool(settings.ack_reaction or settings.done_reaction)
+    problems = room_problems(room, reactions=reactions, attach=True)
+    perms = room.permissions or {}
+    granted = [p for p in ROOM_PERMISSIONS if p in perms and has(perms, p)]
+    access = _access_words(room)
+    head = f"{access}; " if access else ""
+    if not problems:
+        return Check(name, PASS, head + "granted: " + ", ".join(granted))
+    missing = list(dict.fromkeys(p.permission for p in problems))
+    fatal = any(p.fatal for p in problems) or (
+        settings.reply_in_thread and not room.is_dm and any(p.permission == PERM_THREAD for p in problems)
     )
-    fatal = [p for p in missing if p == PERM_POST or (p == PERM_THREAD and settings.reply_in_thread)]
-    consequences = []
-    if PERM_POST in missing:
-        consequences.append("the bot cannot post here")
-    if PERM_THREAD in missing:
-        consequences.append("the bot cannot reply in threads")
-    if PERM_REACT in missing:
-        consequences.append("no acknowledgement reactions")
-    if PERM_ATTACH in missing:
-        consequences.append(
-            "the bot cannot attach files: charts, reports and voice replies become a notice in the room "
-            "(reading files people post still works)"
-        )
-    detail = f"missing {', '.join(missing)} ({'; '.join(consequences)})"
+    if room.id in free and any(p.permission in (PERM_READ, PERM_POST) for p in problems):
+        fatal = True  # a free-response room needs message.read and message.post
+    detail = f"{head}missing {', '.join(missing)} ({'; '.join(p.consequence for p in problems)})"
+    if room.id in free:
+        detail += "; a free-response room needs message.read and message.post"
     if granted:
         detail += "; granted: " + ", ".join(granted)
+    fix = (
+        f"grant {', '.join(missing)} to the bot itself in Chatto (room settings → permissions, or the group / "
+        "server scope; bots hold no roles, so role and default grants never apply to them). If the bot "
+        f"already has that grant, its owner lacks {', '.join(missing)}: a bot's grant works only while its "
+        "owner holds the same permission"
+    ) + (FIX_DM if room.is_dm else "")
     return Check(name, FAIL if fatal else WARN, detail, fix)
+
+
+def _rooms_summary(member: list[Any]) -> str:
+    """``member of N room(s): C channel(s), D DM(s); reads all messages in a, …`` — how many
+    rooms the bot reads fully / only its interactions / not at all, and posts in fully /
+    only in interactions / not at all (rooms whose rows say nothing are not counted)."""
+    from collections import Counter
+
+    from hermes_chatto.adapter.permissions import read_access
+
+    channels = sum(1 for r in member if not r.is_dm)
+    out = f"member of {len(member)} room(s): {channels} channel(s), {len(member) - channels} DM(s)"
+    reads = Counter(read_access(r) for r in member)
+    posts = Counter(_post_level(r) for r in member)
+    read_parts = [f"{w} in {reads[k]}" for k, w in _READS.items() if reads[k]]
+    post_parts = [f"{w} in {posts[k]}" for k, w in _POSTS.items() if posts[k]]
+    if read_parts:
+        out += "; " + ", ".join(read_parts)
+    if post_parts:
+        out += "; " + ", ".join(post_parts)
+    return out
 
 
 def _room_ref_checks(settings: ChattoSettings, rooms: list[Any]) -> list[Check]:
     out: list[Check] = []
-    for attr in ("free_response_rooms", "retained_rooms"):
-        refs = getattr(settings, attr)
+    for attr in ("free_response_rooms",):
+        refs = getattr(settings, attr, None)
         if not refs:
             continue
         try:
@@ -686,7 +823,7 @@ async def run_doctor(
     report.url = settings.url
     key = settings.bot_key
 
-    server_check, supported, reachable = await _server_check(settings, transport, http_timeout, ws_connect)
+    server_check, supported, reachable, version = await _server_check(settings, transport, http_timeout, ws_connect)
     report.checks.append(server_check)
     if not reachable:
         return report
@@ -701,7 +838,7 @@ async def run_doctor(
         await client.aclose()
 
     probe = await realtime_probe(settings.url, key, connect=ws_connect, timeout=realtime_timeout)
-    report.checks.append(_realtime_check(probe))
+    report.checks.append(_realtime_check(probe, version))
     return report
 
 
@@ -738,9 +875,9 @@ def _profile_checks(
 
 async def _server_check(
     settings: ChattoSettings, transport: Any, http_timeout: float, ws_connect: Callable[..., Any] | None = None
-) -> tuple[Check, bool | None, bool]:
-    """Unauthenticated ``GetServer`` and, unless its version is ≥ 0.5.0-0, the key-less
-    protocol probe: ``(check, speaks_protocol_2 or None when undecided, reachable)``; the
+) -> tuple[Check, bool | None, bool, str]:
+    """Unauthenticated ``GetServer``, the version note and the key-less protocol-4 probe:
+    ``(check, speaks_protocol_4 or None when undecided, reachable, server version)``; the
     later checks are skipped when the server is not ``reachable``."""
     from hermes_chatto.wire.connect import ChattoClient
     from hermes_chatto.wire.errors import ChattoError, ChattoNotAServerError
@@ -754,7 +891,7 @@ async def _server_check(
             f"not a Chatto server / wrong URL: {settings.url} answered without a Connect "
             f"JSON response ({exc.http_status or '?'})"
         )
-        return Check("server", FAIL, detail, FIX_URL, _elapsed(t0)), None, False
+        return Check("server", FAIL, detail, FIX_URL, _elapsed(t0)), None, False, ""
     except ChattoError as exc:
         hint = plain_http_hint(settings.url, exc)
         fix = (
@@ -762,41 +899,48 @@ async def _server_check(
             if hint
             else "check the URL, DNS and firewall, and that the Chatto server is running; " + FIX_URL
         )
-        return Check("server", FAIL, f"cannot reach {settings.url}: {exc}", fix, _elapsed(t0)), None, False
-    verdict = await server_protocol(settings.url, server.version, connect=ws_connect)
-    supported = None if verdict.protocol is None else verdict.protocol == 2
-    named = supports_bot_accounts(server.version)
-    if supported is False:
-        check = Check(
-            "server",
-            FAIL,
-            f"Chatto {server.version} ('{server.name}'): {MSG_PROTOCOL_1} "
-            f"(the realtime endpoint answered {verdict.evidence} to hello v2)",
-            FIX_UPGRADE,
-            _elapsed(t0),
-        )
-    elif supported is None:
-        check = Check(
+        return Check("server", FAIL, f"cannot reach {settings.url}: {exc}", fix, _elapsed(t0)), None, False, ""
+    verdict = await protocol_probe(settings.url, connect=ws_connect)
+    return _server_verdict(server.name, server.version, verdict, _elapsed(t0)), verdict.speaks, True, server.version
+
+
+def _server_verdict(name: str, version: str, verdict: ProtocolVerdict, elapsed: float | None = None) -> Check:
+    """The ``server`` line from its name, version and the key-less probe's verdict (pure)."""
+    note = version_note(version)
+    who = f"Chatto {version} ('{name}')"
+    if verdict.speaks is False or (verdict.speaks is None and note.kind in ("protocol_1", "protocol_2")):
+        evidence = verdict.evidence if verdict.speaks is False else f"{verdict.evidence}; its version says so"
+        return Check("server", FAIL, f"'{name}': " + not_protocol_4_line(version, evidence), FIX_UPGRADE, elapsed)
+    if verdict.speaks is None:
+        return Check(
             "server",
             WARN,
-            f"Chatto '{server.name}' reports version {server.version!r}, and the realtime endpoint "
-            f"did not say which protocol it speaks ({verdict.evidence}); the realtime check decides",
+            f"{who}: the realtime endpoint did not say whether it speaks protocol {PROTOCOL} "
+            f"({verdict.evidence}); the realtime check decides",
             "nothing, if the realtime check passes",
-            _elapsed(t0),
+            elapsed,
         )
-    elif named:
-        check = Check("server", PASS, f"Chatto {server.version} ('{server.name}')", "", _elapsed(t0))
-    else:
-        check = Check(
+    speaks = f"speaks realtime protocol {PROTOCOL} ({verdict.evidence})"
+    if note.kind == "tested":
+        return Check("server", PASS, f"{who} {speaks}", "", elapsed)
+    if note.kind in ("unknown", "protocol_1", "protocol_2"):  # the handshake beats the string
+        return Check(
             "server",
             PASS,
-            f"Chatto {server.version} ('{server.name}') speaks realtime protocol 2 (the realtime "
-            f"endpoint answered {verdict.evidence} to a key-less hello v2); its version string is "
-            "not the protocol (a plain build of Chatto main reports 0.4.8)",
+            f"{who} {speaks}; its version string is not a release (a plain build of Chatto main "
+            "reports 0.4.8), the handshake is what counts",
             "",
-            _elapsed(t0),
+            elapsed,
         )
-    return check, supported, True
+    range_note = "newer than" if note.kind == "newer" else "older than"
+    return Check(
+        "server",
+        WARN,
+        f"{who} {speaks}, but it is {range_note} the releases this plugin was tested with ({SUPPORTED_RANGE})"
+        + (f"; {note.speaks}" if note.speaks else ""),
+        f"if events go missing, run {SUPPORTED_RANGE}",
+        elapsed,
+    )
 
 
 async def _bot_key_check(client: Any, settings: ChattoSettings, supported: bool | None) -> tuple[Check, bool]:
@@ -809,9 +953,9 @@ async def _bot_key_check(client: Any, settings: ChattoSettings, supported: bool 
         viewer = await client.get_viewer()
     except ChattoCredentialError:
         detail = (
-            "the server rejected CHATTO_BOT_KEY (unauthenticated): the key was rotated, deleted or mistyped, "
+            "the server rejected CHATTO_BOT_KEY (unauthenticated): the key was revoked, deleted or mistyped, "
             "or the bot's owner account was deleted (a bot key works only while its human owner exists)"
-        ) + ("" if supported is not False else "; this server version has no bot accounts")
+        ) + ("" if supported is not False else "; this server does not speak realtime protocol 4 either")
         return Check("bot key", FAIL, detail, FIX_KEY if supported is not False else FIX_UPGRADE, _elapsed(t0)), False
     except ChattoError as exc:
         return Check("bot key", FAIL, f"GetViewer failed: {exc}", "check the server logs; retry", _elapsed(t0)), False
@@ -833,8 +977,8 @@ async def _bot_key_check(client: Any, settings: ChattoSettings, supported: bool 
 
 
 async def _rooms_checks(client: Any, settings: ChattoSettings) -> list[Check]:
-    """``ListRooms``: the summary check, one check per member room, and the checks of the
-    rooms the settings name."""
+    """``ListRooms``: the summary check, one check per member room, the DM note, and the
+    checks of the rooms the settings name."""
     from hermes_chatto.wire.errors import ChattoError
 
     t0 = time.perf_counter()
@@ -843,80 +987,72 @@ async def _rooms_checks(client: Any, settings: ChattoSettings) -> list[Check]:
     except ChattoError as exc:
         return [Check("rooms", FAIL, f"ListRooms failed: {exc}", "retry; check the server logs", _elapsed(t0))]
     member = [r for r in rooms if r.is_member and not r.archived]
-    channels = sum(1 for r in member if not r.is_dm)
-    dms = len(member) - channels
-    summary = f"member of {len(member)} room(s): {channels} channel(s), {dms} DM(s)"
     if not member:
         check = Check(
             "rooms",
             WARN,
             "the bot is a member of no room; it hears nothing",
-            "add the bot to a channel (or DM it) in Chatto; a server-scope "
+            "add the bot to a channel in Chatto (or have a person open a DM with it); a server-scope "
             "room.join grant makes it a member of every universal room",
             _elapsed(t0),
         )
-    elif len(member) > MAX_RETAINED_ROOMS:
-        check = Check(
-            "rooms",
-            WARN,
-            f"{summary}: more than {MAX_RETAINED_ROOMS}; realtime streams at most "
-            f"{MAX_RETAINED_ROOMS} rooms per socket; in the others the bot reads only what its "
-            "notifications name (mentions, replies to it, threads it follows) and DM or "
-            "free-response root messages",
-            "remove the bot from rooms it does not serve, or list the important ones in CHATTO_RETAINED_ROOMS",
-            _elapsed(t0),
-        )
     else:
-        check = Check("rooms", PASS, summary, "", _elapsed(t0))
-    return [check] + [_room_check(room, settings) for room in member] + _room_ref_checks(settings, member)
+        check = Check("rooms", PASS, _rooms_summary(member), "", _elapsed(t0))
+    free = frozenset(resolve_room_refs("free_response_rooms", settings.free_response_rooms, member, strict=False))
+    dms = sum(1 for r in member if r.is_dm)
+    dm_check = Check("direct messages", PASS, f"{dms} DM(s) open; {DM_NOTE}")
+    return (
+        [check]
+        + [_room_check(room, settings, free) for room in member]
+        + [dm_check]
+        + _room_ref_checks(settings, member)
+    )
 
 
-def _realtime_check(p: RealtimeProbe) -> Check:
-    total = p.caught_up_ms if p.caught_up_ms is not None else None
+def _realtime_check(p: RealtimeProbe, server_version: str = "") -> Check:
+    """The ``realtime`` line from the probe (pure); ``server_version`` from ``GetServer``
+    (or the probe's snapshot) names what a server that refused protocol 4 runs."""
+    total = p.caught_up_ms
     if p.caught_up:
-        if p.protocol_version != 2:
-            return Check(
-                "realtime",
-                FAIL,
-                f"the server hello names realtime protocol {p.protocol_version}, not 2",
-                FIX_UPGRADE,
-                total,
-            )
-        if PROJECTION_CAPABILITY not in p.capabilities:
-            return Check(
-                "realtime",
-                WARN,
-                f"caught up, but the server did not announce {PROJECTION_CAPABILITY}",
-                "upgrade the Chatto server",
-                total,
-            )
         return Check(
             "realtime",
             PASS,
-            f"protocol {p.protocol_version}: server hello after {p.hello_ms:.0f} ms, caught_up after "
-            f"{p.projection_events} projection event(s); heartbeat every "
-            f"{p.heartbeat_interval_seconds} s",
+            f"protocol {PROTOCOL}: caught_up after {p.caught_up_ms:.0f} ms (recovery {p.recovery or '?'}, "
+            f"{p.frames} frame(s))",
             "",
             total,
         )
     code = p.error_code
-    if code == "unsupported_protocol":
+    version = p.server_version or server_version
+    if code in NOT_PROTOCOL_4:
+        return Check("realtime", FAIL, not_protocol_4_line(version, p.evidence or code), FIX_UPGRADE, p.first_frame_ms)
+    if code == "authentication_required":
         return Check(
             "realtime",
             FAIL,
-            f"{MSG_PROTOCOL_1} (server answered unsupported_protocol to hello v2)",
-            FIX_UPGRADE,
-            p.hello_ms,
+            "the realtime endpoint rejected the bot key (AUTHENTICATION_REQUIRED"
+            + (f": {p.error_message}" if p.error_message else "")
+            + ")",
+            FIX_KEY,
         )
-    if code == "authentication_required":
-        return Check("realtime", FAIL, "the realtime endpoint rejected the bot key (authentication_required)", FIX_KEY)
-    if code in ("catch_up_in_progress", "catch_up_rate_limited", "catch_up_server_busy"):
+    if code == "temporarily_unavailable":
+        wait = f"{p.retry_after:.0f} s" if p.retry_after is not None else "a few seconds"
         return Check(
             "realtime",
             WARN,
-            f"server closed the handshake with {code}: another connection of this bot "
-            "(the running gateway?) is catching up",
-            "retry in a few seconds",
+            "the server is temporarily unavailable (TEMPORARILY_UNAVAILABLE"
+            + (f": {p.error_message}" if p.error_message else "")
+            + "); another connection of this bot (the running gateway?) may be catching up",
+            f"retry in {wait}",
+        )
+    if code == "invalid_request":
+        return Check(
+            "realtime",
+            FAIL,
+            "the server refused the subscribe as invalid (INVALID_REQUEST"
+            + (f": {p.error_message}" if p.error_message else "")
+            + ")",
+            "retry; if it persists, check the Chatto server logs and its version",
         )
     if code == "connect_failed":
         return Check(
@@ -930,13 +1066,13 @@ def _realtime_check(p: RealtimeProbe) -> Check:
             "realtime",
             FAIL,
             f"no caught_up: {p.error_message}"
-            + (f" (hello after {p.hello_ms:.0f} ms)" if p.hello_ms is not None else ""),
+            + (f" (first frame after {p.first_frame_ms:.0f} ms)" if p.first_frame_ms is not None else ""),
             "check the server load and any proxy buffering WebSocket frames",
         )
     return Check(
         "realtime",
         FAIL,
-        f"handshake failed: {code}" + (f" — {p.error_message}" if p.error_message else ""),
+        f"subscribe failed: {code}" + (f" — {p.error_message}" if p.error_message else ""),
         "retry; if it persists, check the Chatto server logs",
     )
 

@@ -1,8 +1,8 @@
 """``hermes gateway setup`` wizard for Chatto (``PlatformEntry.setup_fn``).
 
 Asks for the server URL and the bot key (hidden input), validates both **live**
-(``ServerDiscoveryService/GetServer`` and the realtime protocol → Chatto ≥ 0.5.0; ``ViewerService/GetViewer`` → the
-key is valid and belongs to a bot, ``user.profile.is_bot``), then writes them the Hermes
+(``ServerDiscoveryService/GetServer`` and a key-less realtime protocol-4 subscribe → Chatto 0.5.0-beta.10 …
+beta.20; ``ViewerService/GetViewer`` → the key is valid and belongs to a bot, ``User.bot``), then writes them the Hermes
 way for the *current profile* (``get_hermes_home()`` follows ``hermes -p <profile>``):
 
 * the key → ``<home>/.env`` as ``CHATTO_BOT_KEY`` via ``hermes_cli.config.save_env_value``;
@@ -54,14 +54,14 @@ async def validate_live(
     url: str, key: str, *, transport: Any = None, timeout: float = 15.0, ws_connect: Any = None
 ) -> LiveCheck:
     """Check ``url`` and ``key`` against the server: GetServer (reachable, a Chatto server),
-    the realtime protocol (:func:`hermes_chatto.doctor.server_protocol`: a version string
-    below 0.5.0 — ``0.4.8`` from a plain build of Chatto main — is settled by a key-less
-    ``hello`` v2, not refused) then GetViewer (key accepted, ``isBot``). ``ws_connect``: the
-    WebSocket factory of the probe (tests).
+    the realtime protocol (:func:`hermes_chatto.doctor.protocol_probe`: a key-less
+    ``RealtimeSubscribe`` v4, the doctor's probe; the version string alone is never refused,
+    ``0.4.8`` is what a plain build of Chatto main reports) then GetViewer (key accepted,
+    ``User.bot``). ``ws_connect``: the WebSocket factory of the probe (tests).
 
     Raises :class:`SetupValidationError` with the reason and its fix.
     """
-    from hermes_chatto.doctor import plain_http_hint, server_protocol
+    from hermes_chatto.doctor import FIX_UPGRADE, not_protocol_4_line, plain_http_hint, protocol_probe
     from hermes_chatto.wire.connect import ChattoClient
     from hermes_chatto.wire.errors import (
         ChattoCredentialError,
@@ -81,18 +81,16 @@ async def validate_live(
             raise SetupValidationError(
                 f"cannot reach the Chatto server at {url}: {redact(str(exc))}" + (f"; {hint}" if hint else "")
             ) from None
-    if (await server_protocol(url, server.version, connect=ws_connect)).protocol == 1:
-        raise SetupValidationError(
-            f"the server runs Chatto {server.version}; bot accounts need Chatto ≥ 0.5.0 "
-            "(0.4.x speaks realtime protocol 1): upgrade the server"
-        )
+    verdict = await protocol_probe(url, connect=ws_connect)
+    if verdict.speaks is False:
+        raise SetupValidationError(f"{not_protocol_4_line(server.version, verdict.evidence)}: {FIX_UPGRADE}")
     async with ChattoClient(url, key, timeout=timeout, transport=transport, read_retries=0) as client:
         try:
             viewer = await client.get_viewer()
         except ChattoCredentialError:
             raise SetupValidationError(
-                "the server rejected the bot key (rotated, deleted or mistyped): rotate the key in "
-                "Chatto (bot settings) and paste the new one"
+                "the server rejected the bot key (revoked, deleted or mistyped): create a new API key "
+                "for the bot in Chatto (bot settings → API keys) and paste it"
             ) from None
         except ChattoError as exc:
             raise SetupValidationError(f"GetViewer failed: {redact(str(exc))}") from None
@@ -174,9 +172,12 @@ def run_setup(
         say("Chatto: a bot key is already configured for this profile.")
         if not confirm("Reconfigure Chatto?", False):
             return False
-    say("Connect Hermes to a Chatto server (≥ 0.5.0) as a bot account.")
-    say("  1. In Chatto: Settings → Bots → create a bot (or rotate its key) and copy the API key (cht_BK_…).")
-    say("  2. Grant it message.post, message.post-in-thread, message.react, message.attach in its rooms.")
+    say("Connect Hermes to a Chatto server (0.5.0-beta.10 … beta.20, realtime protocol 4) as a bot account.")
+    say("  1. In Chatto: Settings → Bots → create a bot (or a new API key for it) and copy the key (cht_BK_…).")
+    say(
+        "  2. Grant the bot itself message.read, message.post, message.react, message.attach in its rooms "
+        "(bots hold no roles; its owner must hold them too; DMs need an allow at the Direct messages scope)."
+    )
     while True:
         url = ""
         while not url:

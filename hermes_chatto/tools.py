@@ -51,7 +51,12 @@ SCHEMA: dict[str, Any] = {
     "parameters": {
         "type": "object",
         "properties": {
-            "room": {"type": "string", "description": "Room id (R…) or room name such as 'general'."},
+            "room": {
+                "type": "string",
+                "description": "Room id (R…) or room name such as 'general'; or a person (@login or user id "
+                "U…) to post in the bot's existing DM with them (bots cannot open DMs: a person must "
+                "message the bot first).",
+            },
             "text": {"type": "string", "description": "Message text (Markdown)."},
             "thread_id": {
                 "type": "string",
@@ -94,7 +99,15 @@ def _run_sync(coro, timeout: float):
 
 
 async def _send_live(adapter: Any, room_ref: str, text: str, thread_id: str | None, files: list) -> dict:
-    room = await adapter.resolve_member_room(room_ref)
+    from .adapter.standalone import NoDirectMessage, user_ref
+
+    if user_ref(room_ref) is not None:
+        try:
+            room = await adapter.resolve_user_dm(room_ref)
+        except NoDirectMessage as e:
+            return {"error": f"refused: {e}"}
+    else:
+        room = await adapter.resolve_member_room(room_ref)
     if room is None:
         return {
             "error": f"refused: the bot is not a member of a room called {room_ref!r} "
@@ -107,10 +120,15 @@ async def _send_live(adapter: Any, room_ref: str, text: str, thread_id: str | No
 
 
 async def _send_standalone(room_ref: str, text: str, thread_id: str | None, files: list) -> dict:
-    from .adapter.standalone import send_standalone
+    from .adapter.standalone import NoDirectMessage, send_standalone
     from .config import load_settings
 
-    sent = await send_standalone(load_settings(None), room_ref, text, thread_id=thread_id, by_name=True, files=files)
+    try:
+        sent = await send_standalone(
+            load_settings(None), room_ref, text, thread_id=thread_id, by_name=True, files=files
+        )
+    except NoDirectMessage as e:
+        return {"error": f"refused: {e}"}
     if sent.room is None or sent.report is None:
         return {"error": f"refused: the bot is not a member of a room called {room_ref!r}"}
     return _result(sent.room.id, sent.root, sent.report)

@@ -516,3 +516,11 @@ class ChattoAdapter(_Base):
     async def resolve_member_room(self, ref: str) -> ChattoRoom | None:
         """A room the bot is a member of, by id or name (``#general``/``general``)."""
         return find_member_room(self.rooms.rooms.values(), ref)
+
+    async def resolve_user_dm(self, ref: str) -> ChattoRoom:
+        """The bot's existing DM with a person (``@login`` / ``U…``); never ``StartDM``
+        (bots cannot open DMs): raises :class:`~hermes_chatto.adapter.standalone.NoDirectMessage`."""
+        from .standalone import resolve_user_dm
+
+        conn = self.conn
+        return await resolve_user_dm(conn.require_client(), ref, conn.bot_user_id, list(self.rooms.rooms.values()))

@@ -82,7 +82,10 @@ CONSEQUENCE: Mapping[str, str] = {
     PERM_POST_INTERACTIONS: "the bot cannot answer here, not even where it was mentioned",
     PERM_THREAD: "the bot cannot reply in threads: answers to mentions go to the channel itself",
     PERM_REACT: "no acknowledgement/done reactions",
-    PERM_ATTACH: "the bot cannot attach files (images, documents, voice, video): each becomes a notice",
+    PERM_ATTACH: (
+        "the bot cannot attach files (images, documents, voice, video): each becomes a notice "
+        "(reading files people post still works)"
+    ),
 }
 
 #: What the bot can still do when it holds only the ``…-interactions`` variant.
@@ -203,7 +206,7 @@ def room_problems(room: Any, *, reactions: bool = True, attach: bool = False) ->
         else:
             out.append(Problem(PERM_POST, CONSEQUENCE[PERM_POST], fatal=True))
     elif post == INTERACTIONS and not dm:  # a received DM is an interaction: enough there
-        out.append(Problem(PERM_POST, POST_INTERACTIONS_ONLY))
+        out.append(Problem(PERM_POST, THREAD_ONLY if thread else POST_INTERACTIONS_ONLY))
     if not dm and not thread and post == FULL:
         out.append(Problem(PERM_THREAD, CONSEQUENCE[PERM_THREAD]))
     if reactions and not has(perms, PERM_REACT):

@@ -538,17 +538,30 @@ class ChattoClient:
         )
         return int(r.preference.status)
 
-    async def find_dm(self, user_id: str, bot_user_id: str = "") -> ChattoRoom | None:
-        """The existing DM between the bot and exactly ``user_id``, or ``None``:
-        ``RoomDirectoryService/ListRooms{scope: DMS}``, matched on
-        ``RoomWithViewerState.member_user_ids`` (the bot itself is ignored). Never calls
-        ``StartDM`` (Chatto refuses it for bots)."""
+    async def find_dm(self, user_id: str, bot_user_id: str = "", *, scan_limit: int = 50) -> ChattoRoom | None:
+        """The existing DM between the bot and exactly ``user_id``, or ``None``; never calls
+        ``StartDM`` (Chatto refuses it for bots). ``RoomDirectoryService/ListRooms{scope: DMS}``
+        (Chatto lists a DM once it has a message), matched on
+        ``RoomWithViewerState.member_user_ids`` when the server sends them; DMs listed without
+        members (at most ``scan_limit`` of them) are matched on the authors of their newest
+        page (``RoomService/GetRoomEvents``, 50 rows): the DM whose authors other than the bot
+        are exactly ``user_id``. ``bot_user_id`` is left out of both comparisons."""
         req = pb.ListRoomsRequest(scope=cast("pb.RoomDirectoryScope", 3))
         r = await self._call(API, "RoomDirectoryService", "ListRooms", req, pb.ListRoomsResponse)
+        unknown: list[ChattoRoom] = []
         for x in r.rooms:
-            others = {u for u in x.member_user_ids if u != bot_user_id}
-            if others == {user_id}:
-                return room_from_pb(x, x.member_user_ids)
+            room = room_from_pb(x, x.member_user_ids)
+            if not room.is_dm:
+                continue
+            if room.member_user_ids:
+                if set(room.member_user_ids) - {bot_user_id} == {user_id}:
+                    return room
+            elif len(unknown) < scan_limit:
+                unknown.append(room)
+        for room in unknown:
+            page = await self.get_room_events(room.id, limit=50)
+            if {m.author_id for m in page.messages} - {bot_user_id, ""} == {user_id}:
+                return room
         return None
 
     # -------------------------------------------------------------- reads

@@ -78,6 +78,7 @@ async def test_all_pass_on_the_demo_world(srv, home, caplog):
     from hermes_chatto.doctor import PASS, run_doctor
 
     key = _configure(home, srv)
+    srv.post(srv.alice_id, srv.dm_id, "hello bot")  # Chatto lists a DM once it has a message
     with caplog.at_level(logging.DEBUG):
         report = await run_doctor(environ={})
     checks = _by_name(report)
@@ -86,12 +87,18 @@ async def test_all_pass_on_the_demo_world(srv, home, caplog):
     assert {"configuration", "authorization", "server", "bot key", "rooms", "room #general", "realtime"} <= set(checks)
     assert "config.yaml platforms.chatto.extra.url" in checks["configuration"].detail
     assert "CHATTO_BOT_KEY from the .env" in checks["configuration"].detail
-    assert "0.5.0-dev" in checks["server"].detail
+    assert "0.5.0-beta.20" in checks["server"].detail and "speaks realtime protocol 4" in checks["server"].detail
     assert "@helper_bot" in checks["bot key"].detail and srv.bot_id in checks["bot key"].detail
-    for perm in ("message.post", "message.post-in-thread", "message.react", "message.attach"):
+    for perm in ("message.read", "message.post", "message.post-in-thread", "message.react", "message.attach"):
         assert perm in checks["room #general"].detail
+    assert checks["room #general"].detail.startswith("reads all messages, posts; granted: ")
+    assert "reads all messages in 2" in checks["rooms"].detail and "posts in 2" in checks["rooms"].detail
+    dm = checks["direct messages"]
+    assert "1 DM(s) open" in dm.detail and "bots cannot open DMs" in dm.detail
+    assert "only when a person opens one" in dm.detail
     rt = checks["realtime"]
     assert rt.elapsed_ms is not None and rt.elapsed_ms > 0 and "caught_up" in rt.detail
+    assert rt.detail.startswith("protocol 4: caught_up after ") and "recovery live_only" in rt.detail
     data = json.loads(report.to_json())
     assert data["ok"] is True and data["summary"]["fail"] == 0
     assert all(set(c) >= {"name", "status", "detail"} for c in data["checks"])
@@ -100,7 +107,8 @@ async def test_all_pass_on_the_demo_world(srv, home, caplog):
     tokens = {r.token for r in srv.requests}
     assert key in tokens and tokens <= {None, "", key}
     assert srv.requests_for("GetViewer") and srv.requests_for("ListRooms")
-    assert [h[0] for h in srv.realtime_hellos] == [srv.bot_id]
+    # one key-less subscribe (the server check's protocol probe), then one with the key
+    assert [h[0] for h in srv.realtime_hellos] == [None, srv.bot_id]
 
 
 async def test_revoked_key_names_problem_and_fix(srv, home, caplog):
@@ -113,24 +121,66 @@ async def test_revoked_key_names_problem_and_fix(srv, home, caplog):
     c = _by_name(report)["bot key"]
     assert c.status == FAIL and report.exit_code == 1
     assert "rejected CHATTO_BOT_KEY" in c.detail
-    assert "rotate the key in Chatto" in c.fix and "CHATTO_BOT_KEY" in c.fix
+    assert "new API key for the bot" in c.fix and "CHATTO_BOT_KEY" in c.fix
     assert "realtime" not in _by_name(report)  # no noise after a dead key
     _assert_no_secret(_outputs(report) + caplog.text, old, new)
 
 
-async def test_missing_post_in_thread_names_the_permission_and_fix(srv, home):
-    from hermes_chatto.doctor import FAIL, PASS, run_doctor
+async def test_post_revoked_in_a_channel_names_the_permission_and_fix(srv, home):
+    from hermes_chatto.doctor import FAIL, PASS, WARN, run_doctor
 
     key = _configure(home, srv)
-    srv.revoke(srv.general_id, srv.bot_id, "message.post-in-thread")
+    srv.revoke(srv.general_id, srv.bot_id, "message.post")
+    srv.grant(srv.general_id, srv.bot_id, "message.post-in-thread")
+    report = await run_doctor(environ={})
+    room = _by_name(report)["room #general"]
+    assert room.status == WARN and report.exit_code == 0, room
+    assert room.detail.startswith("reads all messages, posts only in threads; missing message.post")
+    assert "flat answers at the channel root" in room.detail
+    srv.revoke(srv.general_id, srv.bot_id, "message.post-in-thread", "message.post-in-interactions")
     report = await run_doctor(environ={})
     room = _by_name(report)["room #general"]
     assert room.status == FAIL and report.exit_code == 1
-    assert "missing message.post-in-thread" in room.detail and "cannot reply in threads" in room.detail
-    assert "grant message.post-in-thread" in room.fix and "room settings" in room.fix
+    assert room.detail.startswith("reads all messages, cannot post; missing message.post")
+    assert "no answers at all" in room.detail
+    assert "grant message.post" in room.fix and "room settings" in room.fix and "owner" in room.fix
+    assert "cannot post in 1" in _by_name(report)["rooms"].detail
     assert _by_name(report)["realtime"].status == PASS
-    assert "FAIL  room #general" in report.render_text() and "fix: grant message.post-in-thread" in report.render_text()
+    assert "FAIL  room #general" in report.render_text() and "fix: grant message.post" in report.render_text()
     _assert_no_secret(_outputs(report), key)
+
+
+async def test_read_levels_in_the_room_report(srv, home):
+    """0.5: reading needs message.read; message.read-interactions alone means only threads
+    the bot started or was mentioned in (a warning); neither means it hears nothing (a failure)."""
+    from hermes_chatto.doctor import FAIL, WARN, run_doctor
+
+    _configure(home, srv)
+    srv.revoke(srv.general_id, srv.bot_id, "message.read")
+    srv.grant(srv.general_id, srv.bot_id, "message.read-interactions")
+    report = await run_doctor(environ={})
+    room = _by_name(report)["room #general"]
+    assert room.status == WARN, room
+    assert room.detail.startswith("reads only its interactions, posts; missing message.read")
+    assert "free-response" in room.detail and "root-level chatter" in room.detail
+    assert "reads only its interactions in 1" in _by_name(report)["rooms"].detail
+    srv.revoke(srv.general_id, srv.bot_id, "message.read-interactions")
+    report = await run_doctor(environ={})
+    room = _by_name(report)["room #general"]
+    assert room.status == FAIL and "reads nothing" in room.detail and "hears nothing" in room.detail
+
+
+async def test_post_in_interactions_only_is_a_warning_naming_what_breaks(srv, home):
+    from hermes_chatto.doctor import WARN, run_doctor
+
+    _configure(home, srv)
+    srv.revoke(srv.general_id, srv.bot_id, "message.post", "message.post-in-thread")
+    srv.grant(srv.general_id, srv.bot_id, "message.post-in-interactions")
+    report = await run_doctor(environ={})
+    room = _by_name(report)["room #general"]
+    assert room.status == WARN and "posts only in its interactions" in room.detail
+    assert "no messages at the channel root" in room.detail
+    assert "posts only in its interactions in 1" in _by_name(report)["rooms"].detail
 
 
 async def test_missing_react_is_a_warning_not_a_failure(srv, home):
@@ -143,24 +193,31 @@ async def test_missing_react_is_a_warning_not_a_failure(srv, home):
     assert room.status == WARN and "message.react" in room.detail and report.exit_code == 0
 
 
-async def test_protocol_1_server_names_the_version_problem(srv, home):
-    from hermes_chatto.doctor import FAIL, MSG_PROTOCOL_1, run_doctor
+@pytest.mark.parametrize(
+    ("protocol", "version", "speaks"), [(1, "0.4.20", "protocol 1"), (2, "0.5.0-alpha.5", "protocol 2")]
+)
+async def test_a_server_without_protocol_4_gets_one_line(srv, home, protocol, version, speaks):
+    from hermes_chatto.doctor import FAIL, run_doctor
 
     key = _configure(home, srv)
-    srv.set_protocol_version(1)
+    srv.set_protocol_version(protocol)
     report = await run_doctor(environ={})
     checks = _by_name(report)
-    assert checks["server"].status == FAIL and "0.4.20" in checks["server"].detail
-    assert checks["realtime"].status == FAIL
-    assert MSG_PROTOCOL_1 in checks["realtime"].detail and "unsupported_protocol" in checks["realtime"].detail
-    assert "upgrade the Chatto server to ≥ 0.5.0" in checks["realtime"].fix
+    server = checks["server"]
+    assert server.status == FAIL and "\n" not in server.detail
+    assert f"Chatto {version} does not speak realtime protocol 4 (it answered UNSUPPORTED_PROTOCOL" in server.detail
+    assert speaks in server.detail
+    assert "this plugin speaks realtime protocol 4, and Chatto 0.5.0-beta.10 … beta.20 speak it" in server.detail
+    assert "run Chatto 0.5.0-beta.10 … beta.20" in server.fix
+    if "realtime" in checks:  # the bot key may still authenticate over ConnectRPC
+        assert checks["realtime"].status == FAIL and "does not speak realtime protocol 4" in checks["realtime"].detail
     assert report.exit_code == 1
     _assert_no_secret(_outputs(report), key)
 
 
-async def test_realtime_probe_alone_detects_protocol_1_when_version_is_unparsable(home):
+async def test_an_unparsable_version_is_judged_by_the_probe(home):
     """A server reporting a non-semver version ('dev') is probed: the realtime endpoint decides."""
-    from hermes_chatto.doctor import FAIL, MSG_PROTOCOL_1, run_doctor
+    from hermes_chatto.doctor import FAIL, run_doctor
 
     s = LocalChatto.demo(version="dev", protocol_version=1)
     s.start_sync()
@@ -170,15 +227,15 @@ async def test_realtime_probe_alone_detects_protocol_1_when_version_is_unparsabl
     finally:
         s.stop_sync()
     checks = _by_name(report)
-    assert checks["server"].status == FAIL and "unsupported_protocol" in checks["server"].detail
-    assert checks["realtime"].status == FAIL and MSG_PROTOCOL_1 in checks["realtime"].detail
+    assert checks["server"].status == FAIL and "UNSUPPORTED_PROTOCOL" in checks["server"].detail
+    assert "Chatto dev does not speak realtime protocol 4" in checks["server"].detail
 
 
 @pytest.mark.parametrize("version", ["0.4.8", "dev"])
 async def test_a_plain_build_of_main_is_judged_by_its_handshake_not_its_version(home, version):
-    """Issue 13 item 7: Chatto main's ``cli/version.go`` says ``0.4.8``; only a build with
-    ``-X main.Version=…`` reports ``0.5.0-dev``. Such a server speaks realtime protocol 2 and
-    has bot keys: doctor must pass it (it failed it as "0.4.x speaks protocol 1")."""
+    """Chatto main's ``cli/version.go`` says ``0.4.8``; only a build with ``-X
+    main.Version=…`` reports a release. A build that speaks protocol 4 passes whatever its
+    version string says."""
     from hermes_chatto.doctor import PASS, run_doctor
 
     s = LocalChatto.demo(version=version)
@@ -190,13 +247,13 @@ async def test_a_plain_build_of_main_is_judged_by_its_handshake_not_its_version(
         s.stop_sync()
     checks = _by_name(report)
     assert checks["server"].status == PASS, checks["server"].detail
-    assert "protocol 2" in checks["server"].detail and version in checks["server"].detail
+    assert "speaks realtime protocol 4" in checks["server"].detail and version in checks["server"].detail
     assert checks["bot key"].status == PASS and checks["realtime"].status == PASS
     assert report.exit_code == 0, report.render_text()
 
 
 async def test_setup_wizard_accepts_a_plain_build_of_main():
-    """The setup wizard judges the server the same way (issue 13 item 7)."""
+    """The setup wizard judges the server the same way."""
     from hermes_chatto.setup_wizard import validate_live
 
     s = LocalChatto.demo(version="0.4.8")
@@ -208,22 +265,112 @@ async def test_setup_wizard_accepts_a_plain_build_of_main():
     assert (live.server_version, live.bot_id) == ("0.4.8", s.bot_id)
 
 
-async def test_protocol_probe_reads_the_keyless_hello_answer():
-    """``protocol_probe``: ``authentication_required`` → 2, ``unsupported_protocol`` → 1,
-    nothing listening → undecided (``None``), never an exception."""
+async def test_protocol_probe_reads_the_keyless_subscribe_answer():
+    """``protocol_probe``: ``AUTHENTICATION_REQUIRED`` → speaks 4, ``UNSUPPORTED_PROTOCOL`` →
+    not, nothing listening → undecided (``None``), never an exception."""
     from hermes_chatto.doctor import protocol_probe
 
     s = LocalChatto.demo(version="0.4.8")
     s.start_sync()
     try:
-        assert (await protocol_probe(s.base_url)).protocol == 2
-        s.set_protocol_version(1)
-        assert (await protocol_probe(s.base_url)).protocol == 1
+        assert (await protocol_probe(s.base_url)).speaks is True
+        s.set_protocol_version(2)
+        no = await protocol_probe(s.base_url)
+        assert no.speaks is False and no.evidence == "UNSUPPORTED_PROTOCOL"
         url = s.base_url
     finally:
         s.stop_sync()
     gone = await protocol_probe(url, timeout=5.0)
-    assert gone.protocol is None and gone.evidence.startswith("connect_failed")
+    assert gone.speaks is None and gone.evidence.startswith("connect_failed")
+
+
+class _FakeWS:
+    """A WebSocket that answers the subscribe with fixed frames."""
+
+    def __init__(self, frames):
+        self.frames, self.sent = list(frames), []
+
+    async def send(self, data):
+        self.sent.append(data)
+
+    async def recv(self):
+        if not self.frames:
+            raise ConnectionError("closed")
+        return self.frames.pop(0)
+
+    async def close(self):
+        pass
+
+
+def _connect_with(*frames):
+    async def connect(url, **kw):
+        return _FakeWS(frames)
+
+    return connect
+
+
+async def test_realtime_probe_classifies_first_frames_and_closes():
+    from hermes_chatto.doctor import _realtime_check, realtime_probe
+    from hermes_chatto.wire.proto import chatto_pb2 as pb
+
+    # a protocol-2 server (0.5.0-alpha.5) answers a subscribe with error{bad_hello}
+    legacy = b"\x2a\x0b\x0a\x09bad_hello"
+    p = await realtime_probe("http://x", "cht_BK_Ux.y", connect=_connect_with(legacy))
+    assert p.error_code == "not_protocol_4" and p.evidence == "a protocol 2 (error bad_hello) frame"
+    line = _realtime_check(p, "0.5.0-alpha.5")
+    assert line.status == "fail" and "\n" not in line.detail
+    assert line.detail.startswith("Chatto 0.5.0-alpha.5 does not speak realtime protocol 4 (it answered a protocol 2")
+    assert "Chatto 0.5.0-alpha.1 … alpha.5 speak realtime protocol 2" in line.detail
+    garbage = await realtime_probe("http://x", None, connect=_connect_with(b"\xff\xff\xff"))
+    assert garbage.error_code == "undecodable_frame" and "undecodable first frame" in _realtime_check(garbage).detail
+
+    def close(code, message="", retry=None):
+        c = pb.RealtimeClose(code=code, message=message, reconnect=retry is not None)
+        if retry is not None:
+            c.retry_after.seconds = retry
+        return pb.RealtimeServerFrame(close=c).SerializeToString()
+
+    busy = await realtime_probe(
+        "http://x",
+        None,
+        connect=_connect_with(close(pb.REALTIME_CLOSE_CODE_TEMPORARILY_UNAVAILABLE, "catch_up_in_progress", 2)),
+    )
+    line = _realtime_check(busy)
+    assert line.status == "warn" and "TEMPORARILY_UNAVAILABLE: catch_up_in_progress" in line.detail
+    assert line.fix == "retry in 2 s"
+    auth = _realtime_check(
+        await realtime_probe(
+            "http://x", None, connect=_connect_with(close(pb.REALTIME_CLOSE_CODE_AUTHENTICATION_REQUIRED))
+        )
+    )
+    assert auth.status == "fail" and "rejected the bot key (AUTHENTICATION_REQUIRED" in auth.detail
+    assert "new API key" in auth.fix
+    caught = pb.RealtimeServerFrame(
+        caught_up=pb.RealtimeCaughtUp(cursor="c1", recovery=pb.REALTIME_RECOVERY_LIVE_ONLY)
+    ).SerializeToString()
+    ok = await realtime_probe("http://x", "k", connect=_connect_with(caught))
+    assert ok.caught_up and ok.recovery == "live_only" and _realtime_check(ok).status == "pass"
+
+
+def test_version_note_judges_the_release_range():
+    from hermes_chatto.doctor import version_note
+
+    assert version_note("0.5.0-beta.10").kind == version_note("0.5.0-beta.20").kind == "tested"
+    assert version_note("0.5.0-beta.21").kind == version_note("0.5.0").kind == version_note("0.6.1").kind == "newer"
+    assert version_note("0.5.0-beta.9").kind == version_note("0.5.0-alpha.6").kind == "pre_beta"
+    assert version_note("0.5.0-alpha.5").kind == "protocol_2" and version_note("0.4.20").kind == "protocol_1"
+    assert version_note("dev").kind == version_note("0.5.0-dev").kind == "unknown"
+
+
+def test_server_line_warns_for_a_release_outside_the_tested_range():
+    from hermes_chatto.doctor import ProtocolVerdict, _server_verdict
+
+    c = _server_verdict("x", "0.5.0-beta.22", ProtocolVerdict(True, "AUTHENTICATION_REQUIRED to a key-less subscribe"))
+    assert c.status == "warn" and "newer than the releases this plugin was tested with" in c.detail
+    c = _server_verdict("x", "0.4.20", ProtocolVerdict(None, "timeout"))
+    assert c.status == "fail" and "Chatto 0.4.x speaks realtime protocol 1" in c.detail
+    c = _server_verdict("x", "0.5.0-beta.20", ProtocolVerdict(None, "timeout"))
+    assert c.status == "warn" and "the realtime check decides" in c.detail
 
 
 class _NotChatto(http.server.BaseHTTPRequestHandler):
@@ -326,7 +473,7 @@ async def test_cli_json_and_exit_codes(srv, home):
     new = srv.rotate_key(srv.bot_id)
     rc, out, err = await _run_cli(home)
     assert rc == 1
-    assert "FAIL  bot key" in out and "fix: rotate the key in Chatto" in out
+    assert "FAIL  bot key" in out and "fix: create a new API key for the bot" in out
     _assert_no_secret(out + err, key, new)
 
     # the environment overrides the profile's .env (here: the rotated key works again)
@@ -357,7 +504,7 @@ def test_register_cli_adds_hermes_chatto_doctor(srv, home, capsys):
     args.func(args)  # exit 0 -> returns normally
     out = capsys.readouterr().out
     assert json.loads(out)["ok"] is True
-    srv.revoke(srv.general_id, srv.bot_id, "message.post")
+    srv.revoke(srv.general_id, srv.bot_id, "message.post", "message.post-in-thread", "message.post-in-interactions")
     with pytest.raises(SystemExit) as ei:
         args.func(parser.parse_args(["chatto", "doctor"]))
     assert ei.value.code == 1
@@ -370,7 +517,7 @@ async def test_setup_wizard_live_validation(srv):
     from hermes_chatto.setup_wizard import SetupValidationError, validate_live
 
     live = await validate_live(srv.base_url, srv.bot_key)
-    assert (live.bot_id, live.bot_login, live.server_version) == (srv.bot_id, "helper_bot", "0.5.0-dev")
+    assert (live.bot_id, live.bot_login, live.server_version) == (srv.bot_id, "helper_bot", "0.5.0-beta.20")
     with pytest.raises(SetupValidationError, match="not a bot account"):
         await validate_live(srv.base_url, srv.alice_token)
     old = srv.bot_key
@@ -378,9 +525,10 @@ async def test_setup_wizard_live_validation(srv):
     with pytest.raises(SetupValidationError, match="rejected the bot key") as ei:
         await validate_live(srv.base_url, old)
     assert old not in str(ei.value)
-    srv.set_protocol_version(1)
-    with pytest.raises(SetupValidationError, match="need Chatto ≥ 0.5.0"):
+    srv.set_protocol_version(2)
+    with pytest.raises(SetupValidationError, match="does not speak realtime protocol 4") as ei:
         await validate_live(srv.base_url, srv.bot_key)
+    assert "0.5.0-alpha.5" in str(ei.value) and "0.5.0-beta.10 … beta.20 speak it" in str(ei.value)
 
 
 async def test_https_against_the_plain_http_server_says_use_http(srv, home):
