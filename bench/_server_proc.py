@@ -81,7 +81,26 @@ def _child(conn: Any, setup: dict[str, Any]) -> None:  # runs in the child proce
                 if delay > 0:
                     time.sleep(delay)
 
-    conn.send({"base": base, "bot_key": w.bot_key, "general": w.general_id, "users": users, "rooms": rooms})
+    def person(login: str, rooms_in: list[str], is_bot: bool) -> str:
+        """A new account (a person, or another bot with the usual posting permissions) in
+        ``rooms_in`` (the demo channel when empty), with a client for ``post``; its id."""
+        if is_bot:
+            u, key = srv.create_bot(login, login.title())
+            tokens[login] = key
+        else:
+            u = srv.create_user(login, login.title())
+            tokens[login] = srv.user_token(u.id)
+        users[login] = u.id
+        for room in rooms_in or [w.general_id]:
+            srv.add_member(room, u.id)
+            if is_bot:
+                srv.grant(room, u.id, "message.post", "message.post-in-thread")
+        clients[login] = ChattoClient(base, tokens[login])
+        return str(u.id)
+
+    conn.send(
+        {"base": base, "bot_key": w.bot_key, "general": w.general_id, "dm": w.dm_id, "users": users, "rooms": rooms}
+    )
     while True:
         cmd, *args = conn.recv()
         if cmd == "stop":
@@ -93,6 +112,8 @@ def _child(conn: Any, setup: dict[str, Any]) -> None:  # runs in the child proce
                 m = loop.run_until_complete(clients[login].create_message(room, body, thread_root_event_id=root))
                 t1 = time.monotonic_ns()
                 conn.send((m.event_id, t0, t1))
+            elif cmd == "person":  # a new account after the start: login, rooms, is_bot
+                conn.send(person(*args))
             elif cmd == "post_direct":  # a post by anyone (e.g. the bot from another process)
                 login, room, body, root = args
                 m = srv.post(users[login], room, body, thread_root_event_id=root)
@@ -153,7 +174,7 @@ class ServerProcess:
     """``LocalChatto.demo()`` in a child process. ``setup``: ``people`` (logins created and
     added to the demo channel, each with a bearer token), ``rooms`` (that many extra channels
     with the bot and those people as members). After :meth:`start`, ``info`` holds ``base``,
-    ``bot_key``, ``general``, ``users`` (login → id) and ``rooms``."""
+    ``bot_key``, ``general``, ``dm`` (alice ↔ bot), ``users`` (login → id) and ``rooms``."""
 
     def __init__(self, **setup: Any) -> None:
         self.setup = setup

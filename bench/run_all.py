@@ -17,7 +17,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = [
-    "p1_p2_frontier.py",
+    "p1_p2_reads.py",
     "p5_split.py",
     "p6_latency.py",
     "p7_context.py",
