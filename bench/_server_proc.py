@@ -157,6 +157,8 @@ def _child(conn: Any, setup: dict[str, Any]) -> None:  # runs in the child proce
                     if r.token == w.bot_key:
                         counts[r.method] = counts.get(r.method, 0) + 1
                 conn.send(counts)
+            elif cmd == "catchups":  # [(path, reason)] of the bot's realtime catch-ups so far
+                conn.send([(c.path, c.reason) for c in list(srv.catchups) if c.user_id == w.bot_id])
             elif cmd == "call":  # any LocalChatto driver method
                 name, a, kw = args
                 conn.send(getattr(srv, name)(*a, **kw))

@@ -22,6 +22,7 @@ SCRIPTS = [
     "p6_latency.py",
     "p7_context.py",
     "p8_scale.py",
+    "p9_recovery.py",
 ]
 
 
