@@ -1,34 +1,26 @@
-"""P8: a bot in 500 rooms (64 retained by its socket) under 50 msg/s for 10 minutes.
+"""P8: a bot in 500 rooms under 50 msg/s for 10 minutes (realtime protocol 4: one socket
+streams every room; there is no retained set).
 
 Set-up: the local Chatto server in its own process (``_server_proc``) with 500 channels the
 bot and three people are members of, a real ``GatewayRunner`` + ``ChattoAdapter`` here
-(``_gateway``; the model answers at once). The plugin picks which 64 rooms its socket retains;
-the benchmark asks the server which ones it subscribed.
+(``_gateway``; the model answers at once).
 
 1. **History**: ``HISTORY`` messages per room (roots and thread replies) are posted before the
    gateway starts. **Connect → caught up**: from ``adapter.connect`` to the plugin handling
-   ``caught_up`` on a fresh socket (no resume cursor: the reset path, one
-   ``room_timeline_replace`` per retained room first) — goal ≤ 5 s on loopback.
-2. **Load, compressed time**: the 30,000 messages of 10 minutes at 50 msg/s are posted at
-   ``50 × SPEEDUP`` msg/s of wall time (``P8_SPEEDUP``, default 3: 200 s of wall time;
-   timestamps are the server's real clock — nothing in the plugin's ingest depends on the
-   spacing, only the backlog does). Rooms uniformly at random. Retained rooms: 60 % roots, 40 %
-   replies to an earlier root of the same room. Unretained rooms: roots, and (5 %) replies
-   that mention the bot in threads whose root mentioned it. 2 % of roots mention the bot.
-   *Addressed* = a mention, or a reply in a thread whose root mentioned the bot (the plugin
-   answers in the thread, so it takes part). Each must reach ``handle_message`` exactly once:
-   ``lost`` = addressed and never handled, ``duplicated`` = handled more than once, by kind.
+   ``caught_up`` on a fresh socket (no resume cursor: the snapshot) — goal ≤ 5 s on loopback.
+2. **Load, compressed time**: the ``P8_MESSAGES`` messages (default 30,000: 10 minutes at
+   50 msg/s) are posted at ``50 × SPEEDUP`` msg/s of wall time (``P8_SPEEDUP``, default 3).
+   Rooms uniformly at random; 60 % roots, 40 % replies to an earlier root of the same room;
+   2 % of roots mention the bot. *Addressed* = a mention, or a reply in a thread whose root
+   mentioned the bot (the bot answered there, so it takes part). Each must reach
+   ``handle_message`` exactly once: ``lost`` = addressed and never handled, ``duplicated`` =
+   handled more than once, by kind.
 3. **RSS growth** (psutil, this process: the gateway) from after the catch-up to after the
-   load (``gc.collect()`` first); **RPCs per root message in unretained rooms** = the bot's
-   ``GetMessage`` requests the server recorded ÷ root messages posted in unretained rooms.
+   load (``gc.collect()`` first); **RPCs per message not for the bot** = the bot's read RPCs
+   the server recorded during the load minus the reads its turns account for (the adapter's
+   ``message_reads`` and ``user_reads``, the frontier's ``thread_reads``), divided by the
+   messages not for the bot — goal 0 (a thin event decides such a message without a read).
 4. **Resume**: disconnect, connect again (the persisted resume cursor): connect → caught up.
-
-Depends on: the server announcing a root message in an unretained room with
-``room_activity`` (and a reply there with no content at all), the plugin fetching it with
-``GetMessage``, ``caught_up`` after the retained rooms' ``room_timeline_replace``, and rooms
-retained by ``subscribe_events`` (no ``hydrate_room`` at connect). If the plugin moves to
-``hydrate_room`` at connect, Chatto's pacing (20 admitted, then 1/s) puts the 64-room catch-up
-near 45 s, and this benchmark shows it.
 """
 
 from __future__ import annotations
@@ -67,11 +59,11 @@ class Watch:
 
     def __init__(self) -> None:
         self.caught_up_at: float | None = None
-        self.replaced = 0
+        self.recovery = ""
         self.handled: Counter[str] = Counter()
 
     def reset_connect(self) -> None:
-        self.caught_up_at, self.replaced = None, 0
+        self.caught_up_at, self.recovery = None, ""
 
     def install(self, adapter) -> None:
         from hermes_chatto.wire import events as E
@@ -80,10 +72,9 @@ class Watch:
 
         async def watched(ev):
             await on_event(ev)
-            if isinstance(ev, E.TimelineReplaced):
-                self.replaced += 1
-            elif isinstance(ev, E.CaughtUp) and self.caught_up_at is None:
+            if isinstance(ev, E.CaughtUp) and self.caught_up_at is None:
                 self.caught_up_at = time.monotonic()
+                self.recovery = ev.recovery
 
         async def handle_message(event):
             self.handled[getattr(event, "message_id", "") or ""] += 1
@@ -112,31 +103,29 @@ def history(rooms: list[str], rng: random.Random) -> list:
     return script
 
 
-def load(rooms: list[str], retained: set[str], rng: random.Random) -> tuple[list, list[str]]:
-    """The load script and the kind of each entry (``retained_root``, ``retained_reply``,
-    ``unretained_root``, ``unretained_reply``) with ``+`` appended when addressed."""
+def load(rooms: list[str], rng: random.Random) -> tuple[list, list[str]]:
+    """The load script and the kind of each entry (``root``, ``reply``) with ``+`` appended
+    when addressed."""
     script: list = []
     kinds: list[str] = []
     roots: dict[str, list[tuple[int, bool]]] = {r: [] for r in rooms}  # per room: (index, mentions)
     for _ in range(MESSAGES):
         room = rng.choice(rooms)
         who = rng.choice(PEOPLE)
-        kept = room in retained
-        where = "retained" if kept else "unretained"
-        mentioned = [i for i, m in roots[room] if m]
-        if kept and roots[room] and rng.random() < 0.4:
+        if roots[room] and rng.random() < 0.4:
             i, m = rng.choice(roots[room])
             script.append((who, room, "a reply", i))
-            kinds.append(f"{where}_reply" + ("+" if m else ""))
-        elif not kept and mentioned and rng.random() < 0.05:
-            script.append((who, room, "@helper_bot and one more thing", rng.choice(mentioned)))
-            kinds.append(f"{where}_reply+")
+            kinds.append("reply" + ("+" if m else ""))
         else:
             m = rng.random() < 0.02
             roots[room].append((len(script), m))
             script.append((who, room, "@helper_bot can you check this?" if m else "a root message", ""))
-            kinds.append(f"{where}_root" + ("+" if m else ""))
+            kinds.append("root" + ("+" if m else ""))
     return script, kinds
+
+
+def is_read(procedure: str) -> bool:
+    return procedure.rsplit("/", 1)[-1].startswith(("Get", "List", "BatchGet"))
 
 
 async def wait_caught_up(watch: Watch, timeout: float = 120.0) -> float:
@@ -182,16 +171,16 @@ async def run() -> None:
         env={"CHATTO_WIRE_LOG_LEVEL": "INFO"},
     )
     fresh_s = await wait_caught_up(watch) - t_connect[0]
-    fresh_replaced = watch.replaced
-    conns = await loop.run_in_executor(None, ask, "call", "connections", (info["users"]["bot"],), {})
-    retained = set(conns[0]["retained"]) if conns else set()
-    note(f"P8: connect → caught_up {fresh_s:.2f} s, {fresh_replaced} timeline_replace, {len(retained)} retained")
+    note(f"P8: connect → caught_up {fresh_s:.2f} s (recovery {watch.recovery or '?'})")
 
     proc = psutil.Process()
     gc.collect()
     rss0 = proc.memory_info().rss
-    script, kinds = load(rooms, retained, rng)
+    script, kinds = load(rooms, rng)
     req0 = await loop.run_in_executor(None, ask, "requests")
+    counters0 = dict(adapter.conn.counters)
+    fr = adapter.conn.frontier
+    thread_reads0 = int(fr.counters["thread_reads"]) if fr is not None else 0
     rate = 50 * SPEEDUP
     t0 = time.monotonic()
     await loop.run_in_executor(None, ask, "script_start", rate, script)
@@ -219,7 +208,11 @@ async def run() -> None:
     gc.collect()
     rss1 = proc.memory_info().rss
     rpcs = {k.rsplit("/", 1)[-1]: v - req0.get(k, 0) for k, v in req1.items() if v - req0.get(k, 0)}
-    unretained_roots = sum(1 for k in kinds if k.startswith("unretained_root"))
+    reads = sum(v - req0.get(k, 0) for k, v in req1.items() if is_read(k))
+    turn_reads = sum(adapter.conn.counters[k] - counters0.get(k, 0) for k in ("message_reads", "user_reads"))
+    if fr is not None:
+        turn_reads += int(fr.counters["thread_reads"]) - thread_reads0
+    not_for_bot = sum(1 for k in kinds if not k.endswith("+"))
     lost = Counter(k for i, k in addressed.items() if not watch.handled[i])
     dup = Counter(k for i, k in addressed.items() if watch.handled[i] > 1)
     by_kind = Counter(addressed.values())
@@ -227,16 +220,11 @@ async def run() -> None:
         f"P8: {len(script)} messages in {posting_s:.1f} s ({len(script) / posting_s:.0f} msg/s), drained "
         f"{drain_s:.1f} s later; addressed by kind {dict(by_kind)}; lost {dict(lost)}; duplicated {dict(dup)}"
     )
-    note(f"P8: bot RPCs during the load {rpcs}")
+    note(f"P8: bot RPCs during the load {rpcs}; reads {reads}, of which turns' {turn_reads}")
     if os.environ.get("P8_DEBUG"):
         for i, k in addressed.items():
-            if not watch.handled[i] and "retained_reply" == k.rstrip("+"):
-                j = ids.index(i)
-                root = ids[script[j][3]]
-                note(
-                    f"P8 debug: lost {k} {i} (#{j}) drops={DROPS.get(i)}; root {root} (#{script[j][3]}) "
-                    f"handled={watch.handled[root]} drop={DROPS.get(root)} kind={kinds[script[j][3]]}"
-                )
+            if not watch.handled[i]:
+                note(f"P8 debug: lost {k} {i} (#{ids.index(i)}) drop reason {DROPS.get(i)}")
     note(f"P8: adapter counters { {k: v for k, v in adapter.conn.counters.items() if v} }")
     rt = adapter.conn.realtime
     reconnects = int(rt.stats["reconnects"]) if rt is not None and hasattr(rt, "stats") else -1
@@ -251,22 +239,22 @@ async def run() -> None:
     resume_s = float("nan")
     if ok:
         resume_s = await wait_caught_up(watch) - t_r
+        note(f"P8: resume → caught_up {resume_s:.2f} s (recovery {watch.recovery or '?'})")
     await stop_gateway(adapter)
     sp.stop()
 
     emit(8, "rooms", ROOMS, "rooms", "500")
-    emit(8, "retained_rooms", len(retained), "rooms", "64")
     emit(8, "connect_to_caught_up", fresh_s, "s", "<=5")
-    emit(8, "timeline_replace_at_connect", fresh_replaced, "rooms", "-")
-    emit(8, "messages", len(script), "messages", "30000")
+    emit(8, "messages", len(script), "messages", str(MESSAGES))
     emit(8, "compressed_rate", len(script) / posting_s, "msg/s", "-")
     emit(8, "addressed", len(addressed), "messages", "-")
     emit(8, "reconnects_under_load", reconnects, "reconnects", "0")
     emit(8, "lost", sum(lost.values()), "messages", "0")
-    for kind in ("retained_root", "retained_reply", "unretained_root", "unretained_reply"):
+    for kind in ("root", "reply"):
         emit(8, f"lost_{kind}", lost[kind + "+"], f"of {by_kind[kind + '+']}", "0")
     emit(8, "duplicated", sum(dup.values()), "messages", "0")
-    emit(8, "rpcs_per_unretained_root", rpcs.get("GetMessage", 0) / max(1, unretained_roots), "rpcs", "-")
+    emit(8, "drain_after_last_post", drain_s, "s", "-")
+    emit(8, "rpcs_per_message_not_for_bot", (reads - turn_reads) / max(1, not_for_bot), "rpcs", "0")
     emit(8, "rss_growth", (rss1 - rss0) / 2**20, "MB", "-")
     emit(8, "resume_to_caught_up", resume_s, "s", "<=5")
 
