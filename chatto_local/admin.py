@@ -1,5 +1,5 @@
 """Admin HTTP API of the local Chatto server, used by its command line
-(``python -m chatto_local post|read|add-person|grant|revoke|rotate-key|status``).
+(``python -m chatto_local post|read|add-person|grant|revoke|keys|create-key|revoke-key|rotate-key|status``).
 
 Not part of Chatto's protocol: a real Chatto server is administered through its own web UI.
 The local server is a process with state, so the CLI talks to the running process over
@@ -251,8 +251,39 @@ def op_revoke(srv: LocalChatto, args: dict) -> dict:
     return _grant_or_revoke(srv, args, False)
 
 
+def _bot_account(srv: LocalChatto, args: dict):
+    bot = _bot(srv, _arg(args, "user"))
+    if not bot.is_bot:
+        raise AdminError("bad_request", f"{bot.login} is not a bot account")
+    return bot
+
+
+def op_keys(srv: LocalChatto, args: dict) -> dict:
+    """The bot's valid API keys (ids, names, creation times; never the secrets)."""
+    bot = _bot_account(srv, args)
+    return {"user": bot.login, "keys": srv.bot_keys(bot.id)}
+
+
+def op_create_key(srv: LocalChatto, args: dict) -> dict:
+    """``BotService/CreateBotApiKey``: a new named key next to the others."""
+    bot = _bot_account(srv, args)
+    key_id, key = srv.create_bot_key(bot.id, str(_arg(args, "name", "key") or "key"))
+    return {"user": bot.login, "key_id": key_id, "key": key}
+
+
+def op_revoke_key(srv: LocalChatto, args: dict) -> dict:
+    """``BotService/RevokeBotApiKey``: one key stops working; the sockets opened with it close."""
+    bot = _bot_account(srv, args)
+    key_id = str(_arg(args, "key_id", required=True))
+    if key_id not in {k["id"] for k in srv.bot_keys(bot.id)}:
+        raise AdminError("not_found", f"{bot.login} has no key {key_id}")
+    srv.revoke_bot_key(bot.id, key_id)
+    return {"user": bot.login, "revoked": key_id, "keys": srv.bot_keys(bot.id)}
+
+
 def op_rotate_key(srv: LocalChatto, args: dict) -> dict:
-    """New key for the bot (or ``user``); the old one stops working and its sockets close."""
+    """Replace the bot's keys (0.5 has no rotation: CreateBotApiKey, then RevokeBotApiKey of
+    every older key); the old keys stop working and their sockets close."""
     bot = _bot(srv, _arg(args, "user"))
     if not bot.is_bot:
         raise AdminError("bad_request", f"{bot.login} is not a bot account")
@@ -270,6 +301,9 @@ OPS: dict[str, Callable[[LocalChatto, dict], dict]] = {
     "grant": op_grant,
     "revoke": op_revoke,
     "rotate-key": op_rotate_key,
+    "keys": op_keys,
+    "create-key": op_create_key,
+    "revoke-key": op_revoke_key,
 }
 
 

@@ -16,7 +16,7 @@ The other commands talk to a running server over its admin HTTP API
 (:mod:`chatto_local.admin`), found through ``--url``/``--admin-key`` or the
 ``CHATTO_URL``/``CHATTO_ADMIN_KEY`` environment variables (``serve --env-file F`` writes them
 to ``F``; ``set -a; . F; set +a`` loads them): ``status``, ``add-person``, ``post``,
-``read``, ``grant``, ``revoke``, ``rotate-key``. ``model`` serves the scripted offline model
+``read``, ``grant``, ``revoke``, ``keys``, ``create-key``, ``revoke-key``, ``rotate-key``. ``model`` serves the scripted offline model
 (:class:`~chatto_local.scripted_model.ScriptedModel`) for a gateway without a real
 one.
 
@@ -41,7 +41,20 @@ from importlib.util import find_spec
 from typing import Any
 
 PROG = "python -m chatto_local"
-COMMANDS = ("serve", "model", "status", "add-person", "post", "read", "grant", "revoke", "rotate-key")
+COMMANDS = (
+    "serve",
+    "model",
+    "status",
+    "add-person",
+    "post",
+    "read",
+    "grant",
+    "revoke",
+    "keys",
+    "create-key",
+    "revoke-key",
+    "rotate-key",
+)
 #: The lines ``serve`` prints first and writes to ``--env-file`` (other lines of the file are kept).
 ENV_KEYS = ("CHATTO_URL", "CHATTO_BOT_KEY", "CHATTO_USER_KEY", "CHATTO_ADMIN_KEY", "CHATTO_HOME_CHANNEL")
 
@@ -234,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
             description=f"{what.capitalize()} room permissions of the bot (or --user) in one "
             "room, or at server scope. A room-scope revoke also overrides a "
             "server-scope grant there. Like any permission change on Chatto, "
-            "it resets the bot's realtime projection.",
+            "it closes the bot's realtime sockets with RESYNC_REQUIRED.",
         )
         g.add_argument(
             "permissions",
@@ -253,11 +266,36 @@ def build_parser() -> argparse.ArgumentParser:
         _bot_option(g)
 
     k = subs.add_parser(
+        "keys",
+        parents=[client],
+        help="list the bot's API keys (ids and names, no secrets)",
+        description="The bot's valid API keys: one line per key, its id and name (never the secret).",
+    )
+    _bot_option(k)
+    k = subs.add_parser(
+        "create-key",
+        parents=[client],
+        help="give the bot another named API key (the others keep working)",
+        description="BotService/CreateBotApiKey: a new named key; prints CHATTO_BOT_KEY=<key> "
+        "and its id (the secret is shown this once).",
+    )
+    k.add_argument("--name", default="key", help="the key's name (default: key)")
+    _bot_option(k)
+    k = subs.add_parser(
+        "revoke-key",
+        parents=[client],
+        help="revoke one of the bot's API keys (its realtime sockets are closed)",
+        description="BotService/RevokeBotApiKey: the key stops working at once and the sockets "
+        "opened with it are closed with AUTHENTICATION_REQUIRED.",
+    )
+    k.add_argument("key_id", metavar="KEY_ID", help="the key's id (see: keys)")
+    _bot_option(k)
+    k = subs.add_parser(
         "rotate-key",
         parents=[client],
-        help="give the bot a new key (the old one stops working)",
-        description="Rotate the bot's API key: the old key stops working at once and the "
-        "bot's realtime sockets are closed. Prints CHATTO_BOT_KEY=<new key>.",
+        help="replace the bot's keys with a new one (the old ones stop working)",
+        description="What an operator does on Chatto 0.5: create a new key, then revoke every "
+        "older one (their realtime sockets are closed). Prints CHATTO_BOT_KEY=<new key>.",
     )
     _bot_option(k)
     return ap
@@ -322,7 +360,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.env_file:
 
         def _rewrite(op: str, user_id: str) -> None:
-            if op == "rotate-key" and user_id == w.bot_id:
+            if op in ("rotate-key", "revoke-key") and user_id == w.bot_id:
                 write_env_file(args.env_file, {"CHATTO_BOT_KEY": srv.bot_key})
 
         srv.admin_listeners.append(_rewrite)
@@ -542,6 +580,21 @@ def cmd_rotate_key(args: argparse.Namespace) -> int:
     return _out(args, data, lambda d: f"CHATTO_BOT_KEY={d['key']}")
 
 
+def cmd_keys(args: argparse.Namespace) -> int:
+    data = call(args, "keys", {"user": args.user})
+    return _out(args, data, lambda d: "\n".join(f"{k['id']}  {k['name']}" for k in d["keys"]) or "(no keys)")
+
+
+def cmd_create_key(args: argparse.Namespace) -> int:
+    data = call(args, "create-key", {"user": args.user, "name": args.name})
+    return _out(args, data, lambda d: f"CHATTO_BOT_KEY={d['key']}\n# key id {d['key_id']}")
+
+
+def cmd_revoke_key(args: argparse.Namespace) -> int:
+    data = call(args, "revoke-key", {"user": args.user, "key_id": args.key_id})
+    return _out(args, data, lambda d: f"revoked key {d['revoked']} of {d['user']}")
+
+
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "serve": cmd_serve,
     "model": cmd_model,
@@ -552,6 +605,9 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "grant": _perm_cmd("grant"),
     "revoke": _perm_cmd("revoke"),
     "rotate-key": cmd_rotate_key,
+    "keys": cmd_keys,
+    "create-key": cmd_create_key,
+    "revoke-key": cmd_revoke_key,
 }
 
 

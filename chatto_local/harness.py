@@ -537,7 +537,9 @@ class Harness:
             env["CHATTO_ALLOW_ALL_USERS"] = "true"
         else:
             env["CHATTO_ALLOWED_USERS"] = f"{self.users['alice']},{self.users['bob']}"
-        (home / ".env").write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+        fd = os.open(home / ".env", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # holds the bot key
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write("".join(f"{k}={v}\n" for k, v in env.items()))
         os.chmod(home / ".env", 0o600)
 
     async def start_peer(self, login: str, display_name: str, *, extra_platform_config: dict | None = None) -> Peer:

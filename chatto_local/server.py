@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import socket
 import tempfile
@@ -72,6 +73,25 @@ _ALL_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
 DEFAULT_VERSION = "0.5.0-beta.20"
 #: Version strings for :meth:`LocalChatto.set_protocol_version` (the releases that spoke it).
 _VERSIONS = {1: "0.4.20", 2: "0.5.0-alpha.5", 4: DEFAULT_VERSION}
+
+
+class _NoWireDumps(logging.Filter):
+    """Drops DEBUG records: uvicorn's WebSocket layer (the ``websockets`` library, logging to
+    ``uvicorn.error``) dumps every frame and header at DEBUG, the subscribe's bearer token and
+    the upgrade's ``Authorization`` header included. The server never logs a key."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.DEBUG
+
+
+_NO_WIRE_DUMPS = _NoWireDumps()
+
+
+def _quiet_wire_dumps() -> None:
+    for name in ("uvicorn.error", "websockets.server", "websockets.protocol"):
+        logger = logging.getLogger(name)
+        if _NO_WIRE_DUMPS not in logger.filters:
+            logger.addFilter(_NO_WIRE_DUMPS)
 
 
 @dataclass
@@ -273,6 +293,8 @@ class LocalChatto:
 
     def _run(self, sock: socket.socket, ready: threading.Event, failure: list) -> None:
         import uvicorn
+
+        _quiet_wire_dumps()
 
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)

@@ -270,6 +270,25 @@ def test_rotate_key_kills_the_old_key_and_updates_the_env_file(server, capsys):
     assert "CHATTO_ALLOW_ALL_USERS=true" in env_file.read_text()
 
 
+def test_named_keys_create_list_and_revoke(server, capsys):
+    """BotService/CreateBotApiKey / RevokeBotApiKey through the CLI: a second named key works
+    next to the first; revoking it leaves the first (and the env file) alone."""
+    env, env_file = server
+    text = out_of(capsys, server, "create-key", "--name", "ci")
+    key = text.splitlines()[0].partition("=")[2]
+    key_id = text.splitlines()[1].rpartition(" ")[2]
+    assert key.startswith("cht_BK_") and key != env["CHATTO_BOT_KEY"]
+    assert RawRpc(env["CHATTO_URL"], key).ok("ViewerService/GetViewer", {})["user"]["profile"]["login"] == "helper_bot"
+    listed = out_of(capsys, server, "keys")
+    assert f"{key_id}  ci" in listed and "cht_BK_" not in listed  # ids and names, never secrets
+    assert "revoked key" in out_of(capsys, server, "revoke-key", key_id)
+    assert RawRpc(env["CHATTO_URL"], key).call("ViewerService/GetViewer", {})[0] == 401
+    assert RawRpc(env["CHATTO_URL"], env["CHATTO_BOT_KEY"]).ok("ViewerService/GetViewer", {})
+    assert run(server, "revoke-key", "Knope") == 1
+    assert f"CHATTO_BOT_KEY={env['CHATTO_BOT_KEY']}" in env_file.read_text().splitlines()
+    assert (env_file.stat().st_mode & 0o777) == 0o600
+
+
 def test_connection_problems_are_one_line_errors(server, capsys, monkeypatch):
     env, _ = server
     monkeypatch.delenv("CHATTO_URL", raising=False)

@@ -550,3 +550,31 @@ async def test_send_close_and_drop_sockets(srv):
         code, _ = await sock.wait_closed()
         assert code in (None, 1006, 1011)
     assert await srv.wait_connected(srv.world.bot_id, timeout=0.1) is False
+
+
+async def test_the_server_never_logs_a_key(caplog):
+    """Keys stay out of the server's log records: refused subscribes, refused RPCs, a revoked
+    key's closed socket, slow-consumer drops and handler failures log no credential."""
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    async with LocalChatto.demo() as s:
+        w = s.world
+        keys = [w.bot_key, w.alice_token]
+        key_id, key2 = s.create_bot_key(w.bot_id, "second")
+        keys.append(key2)
+        async with rt(s, token=key2) as sock:
+            await sock.subscribe()
+            s.revoke_bot_key(w.bot_id, key_id)
+            await sock.wait_closed()
+        for token in (key2, w.bot_key + "x", w.bot_key):
+            async with rt(s, token=token) as sock:
+                await sock.subscribe()
+            RawRpc(s.base_url, token).call("ViewerService/GetViewer", {})
+        s.fail_rpc("ViewerService/GetViewer", code="internal")
+        RawRpc(s.base_url, w.bot_key).call("ViewerService/GetViewer", {})
+    # the server's loggers (the test's own clients, websockets/httpx, log what they send)
+    server_side = [r for r in caplog.records if not r.name.startswith(("websockets", "httpx", "httpcore"))]
+    secrets = [k.rpartition(".")[2] for k in keys] + keys
+    leaked = [r.name for r in server_side for k in secrets if k and k in (r.getMessage() + str(r.args))]
+    assert not leaked, leaked
