@@ -2,7 +2,7 @@
 
 ``LocalChatto`` (in :mod:`chatto_local.server`) is a protocol-faithful subset of
 Chatto 0.5 on one loopback port: ConnectRPC JSON under ``/api/connect`` and the realtime
-WebSocket (protocol 2) at ``/api/realtime``. It needs the ``server`` extra
+WebSocket (protocol 4, Chatto 0.5.0-beta.10 … beta.20) at ``/api/realtime``. It needs the ``server`` extra
 (``starlette``, ``uvicorn``); the import is lazy so that ``chatto_local.*``
 helpers that do not need the server import without it.
 

@@ -168,7 +168,7 @@ class LocalChatto:
         self.presence_sweep_s = 1.0
         #: seconds a SetPresence/RefreshPresence holds (the presence TTL, 60 s)
         self.presence_ttl = PRESENCE_TTL_NS / 1e9
-        self.auth_backend_down = False  #: fault: RPC → unavailable, realtime hello → temporarily_unavailable
+        self.auth_backend_down = False  #: fault: RPC → unavailable, realtime subscribe → TEMPORARILY_UNAVAILABLE
         self.bot_keys_enabled = True  #: False = a server without bot accounts (Chatto < 0.5)
         self.subscribe_timeout = float(subscribe_timeout)
         self.requests: list[RecordedRequest] = []
@@ -611,8 +611,8 @@ class LocalChatto:
 
     def grant(self, room_id: str | None, user_id: str, *permissions: str) -> None:
         """Grant permissions in a room (or at server scope with ``room_id=None``). Like
-        any RBAC change on Chatto this closes open sockets with
-        ``projection_reset_required`` and makes the next resume a reset."""
+        any RBAC change on Chatto this closes open sockets with ``RESYNC_REQUIRED`` and
+        makes the next resume a reset."""
         self.state.grant(room_id, user_id, *permissions)
 
     def revoke(self, room_id: str | None, user_id: str, *permissions: str) -> None:

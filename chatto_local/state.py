@@ -1,7 +1,7 @@
 """State and rules of the local Chatto server (a Chatto 0.5 subset).
 
 One :class:`ChattoState` holds users, rooms, room timelines, messages, threads,
-reactions and the durable *fact log* that feeds the realtime projection. Every public
+reactions and the durable *fact log* that feeds the realtime events. Every public
 method takes the state lock (a ``threading.RLock``), so the ConnectRPC handlers (server
 event loop thread) and the test driver (any thread) can call it concurrently.
 
@@ -328,7 +328,8 @@ class MsgView:
 
 @dataclass
 class Fact:
-    """One durable fact of the realtime log: replayed on resume, mapped to projection operations.
+    """One durable fact of the realtime log: replayed on resume, mapped to a protocol-4 event
+    per viewer (:mod:`chatto_local.events`).
 
     ``audience``: user ids allowed to receive it (room members at fact time) or ``None``
     for everyone. ``rbac`` facts make any resume across them a reset.
@@ -727,7 +728,7 @@ class ChattoState:
     def grant(self, room_id: str | None, user_id: str, *perms: str) -> None:
         """Grant permissions at room scope (``room_id``) or server scope (``None``).
         An RBAC fact: resumes across it become resets (the server closes open sockets
-        with ``projection_reset_required``)."""
+        with ``RESYNC_REQUIRED``)."""
         with self.lock:
             u = self.user(user_id)
             if room_id is None:
@@ -839,12 +840,10 @@ class ChattoState:
             )
 
     def remove_member(self, room_id: str, user_id: str, *, ban: bool = False) -> None:
-        """Remove (or ban: same projection) ``user_id`` from a channel: a ``member_removed``
-        fact for the members before the removal (the removed user included), mapped like
-        Chatto's ``RoomMemberRemoved`` / ``RoomMemberBanned`` (realtime_projection.go): the
-        room's ``room_upsert`` (``room_remove`` when it is no longer visible to the viewer),
-        plus, for the removed user's sockets that retain the room, an empty
-        ``room_timeline_replace``. A banned user cannot join again."""
+        """Remove (or ban) ``user_id`` from a channel: a ``member_removed`` fact for the members
+        before the removal (the removed user included: realtime_replay.go keeps facts that close
+        the viewer's own access), mapped to ``user_left_room`` with actor = the removed user. A
+        banned user cannot join again."""
         with self.lock:
             room = self.room(room_id)
             if room.is_dm:
