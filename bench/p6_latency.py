@@ -8,8 +8,9 @@ demo channel, each opened by a root that mentions the bot; then, per measured tu
 (in the server's process) and the bot answers; the next turn starts when the answer has landed
 and the session is idle. Every fifth turn is a *delivering* turn: just before it, the bot's
 own cron post lands in that thread (a post from another process: realtime shows it, the session
-does not hold it), so the turn's block must read it — one ``GetThreadEvents``. The others are
-*quiet* (nothing new in the thread besides the trigger), except that every ~50th turn of a
+does not hold it), so the turn's block must read it — one ``GetThreadEvents`` besides the message read
+(``GetMessage``: protocol-4 events are thin, a message that dispatches is read once). The
+others are *quiet* (nothing new in the thread besides the trigger: the message read only), except that every ~50th turn of a
 session is a *compaction* turn: the session then holds over ``HELD_COMPACT_AT`` (100) ids past
 its cursor (two per turn: the trigger and the reply) and the frontier reads once to move the
 cursor past them, by design.
@@ -26,7 +27,8 @@ Timestamps (``time.monotonic_ns``, one clock for both processes):
 
 ``ROUNDS`` measured turns per scenario (each reported over all turns of its kind): ``idle`` and
 ``load`` (``LOAD_RATE`` posts/s by carol, no mention, round-robin over ten other channels the bot
-is a member of, retained by its socket — the plugin classifies and drops each). RPCs per turn are
+is a member of, streamed by its socket — the plugin decides each from the thin event and
+drops it without a read). RPCs per turn are
 the bot's requests the server recorded (``GetThreadEvents``, ``GetThreadEventsAround``,
 ``GetMessage``, ``GetRoom``) between the trigger and the answer.
 """
@@ -44,7 +46,7 @@ ROUNDS = int(
 )  # measured turns per scenario: 480 quiet + 120 delivering
 THREADS = 10
 LOAD_RATE = 200.0
-READ_RPCS = ("GetThreadEvents", "GetThreadEventsAround", "GetMessage", "GetRoom", "ListRooms")
+READ_RPCS = ("GetThreadEvents", "GetThreadEventsAround", "GetMessage", "GetUser", "GetRoom", "ListRooms")
 TAG = re.compile(r"\bq(\d+)\b")
 
 
@@ -182,7 +184,7 @@ async def scenario(
         o["overhead"].append((r["last_rpc"] - r["send"] - r["rpc_ns"]) / 1e6)
         n_reads = reads(after) - reads(before)
         o["reads"].append(n_reads)
-        if n_reads and kind == "quiet":  # a read nothing explains
+        if n_reads > 1 and kind == "quiet":  # a read beyond the message's own
             diff = {k.rsplit("/", 1)[-1]: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
             note(f"P6 {name}: quiet turn {i} (thread {i % len(roots)}) made reads: {diff}")
         o["rpcs"].append(r["rpcs"])
@@ -261,11 +263,11 @@ def main() -> None:
         )
         emit(6, f"{scen}_ingress_quiet_p50", pct(q["ingress"], 50), "ms", "<=5")
         emit(6, f"{scen}_ingress_quiet_p99", pct(q["ingress"], 99), "ms", "<=25")
-        emit(6, f"{scen}_reads_per_quiet_turn", sum(q["reads"]) / len(q["reads"]), "rpcs", "0")
-        emit(6, f"{scen}_reads_per_delivering_turn", sum(d["reads"]) / len(d["reads"]), "rpcs", "1")
+        emit(6, f"{scen}_reads_per_quiet_turn", sum(q["reads"]) / len(q["reads"]), "rpcs", "<=1")
+        emit(6, f"{scen}_reads_per_delivering_turn", sum(d["reads"]) / len(d["reads"]), "rpcs", "<=2")
         emit(6, f"{scen}_compaction_turns", len(c["reads"]), "turns", "-")
         if c["reads"]:
-            emit(6, f"{scen}_reads_per_compaction_turn", sum(c["reads"]) / len(c["reads"]), "rpcs", "1")
+            emit(6, f"{scen}_reads_per_compaction_turn", sum(c["reads"]) / len(c["reads"]), "rpcs", "<=2")
         allh = q["host"] + d["host"] + c["host"]
         emit(6, f"{scen}_host_p50", pct(allh, 50), "ms", "-")
         emit(6, f"{scen}_host_p99", pct(allh, 99), "ms", "-")

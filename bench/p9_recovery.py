@@ -340,6 +340,12 @@ def main() -> None:
         emit(9, f"{pre}_conversations", r["conversations"], "conversations", "-")
         emit(9, f"{pre}_turns", r["turns"], "turns", "-")
         emit(9, f"{pre}_turns_per_conversation_max", r["turns_per_conversation_max"], "turns", "1")
+    from hermes_chatto.adapter.gap import MAX_RECOVERY_TURNS
+
+    note(
+        f"P9 note: the plugin answers at most {MAX_RECOVERY_TURNS} conversations after one gap "
+        "(adapter/gap.py MAX_RECOVERY_TURNS); a scenario with more loses the oldest"
+    )
     note(
         "P9 note: peer mark — Hermes Discord's opt-in backfill looks back 6 h, scans <= 100 messages, "
         "dispatches <= 10 (recovery here: up to 7 days, every conversation, one turn each)"
