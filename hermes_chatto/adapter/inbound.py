@@ -151,7 +151,8 @@ class Inbound:
         if ev.kind in ("user_joined_room", "user_left_room") and ev.actor_id != bot:
             return  # someone else joined or left: the room itself did not change for the bot
         self._rooms.changed(ev.room_id)
-        if ev.kind == "user_joined_room" and self._rooms.get(ev.room_id) is None and self._conn.client is not None:
+        learn = ev.kind in ("user_joined_room", "room_created")  # the bot joined, or a DM with it was opened
+        if learn and self._rooms.get(ev.room_id) is None and self._conn.client is not None:
             task = asyncio.ensure_future(self._rooms.fetch(ev.room_id))  # learn the new room now
             self._pending_reads.add(task)
             task.add_done_callback(self._pending_reads.discard)

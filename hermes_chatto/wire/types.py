@@ -227,9 +227,7 @@ _KINDS = {1: ROOM_KIND_CHANNEL, 2: ROOM_KIND_DM}
 def user_from_pb(u: pb.User) -> ChattoUser:
     """``chatto.api.v1.User`` → :class:`ChattoUser`."""
     # beta.20 marks a bot with the ``bot`` sub-message (``User.bot`` = 11, ``BotInfo``).
-    return ChattoUser(
-        id=u.id, login=u.login, display_name=u.display_name, is_bot=u.HasField("bot"), deleted=u.deleted
-    )
+    return ChattoUser(id=u.id, login=u.login, display_name=u.display_name, is_bot=u.HasField("bot"), deleted=u.deleted)
 
 
 def users_from_includes(includes: pb.RoomTimelineIncludes | None) -> dict[str, ChattoUser]:

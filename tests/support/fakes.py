@@ -22,13 +22,13 @@ from typing import Any
 
 from hermes_chatto.ingress import mentions
 from hermes_chatto.wire.connect import Viewer
-from hermes_chatto.wire.events import MessagePosted
 from hermes_chatto.wire.errors import (
     ChattoFailedPrecondition,
     ChattoInvalidArgument,
     ChattoNotFound,
     ChattoPermissionDenied,
 )
+from hermes_chatto.wire.events import MessagePosted
 from hermes_chatto.wire.types import ChattoMessage, ChattoRoom, ChattoUser, TimelinePage
 
 BOT = ChattoUser(id="Ubot0000000000b", login="helper_bot", display_name="Helper", is_bot=True)
@@ -126,6 +126,14 @@ class FakeClient:
     async def list_rooms(self, scope: int = 0):
         self.s.calls.append("ListRooms")
         return list(self.s.rooms.values())
+
+    async def set_presence(self, status, *, user_selected=False):
+        self.s.calls.append("SetPresence")
+        return status
+
+    async def refresh_presence(self):
+        self.s.calls.append("RefreshPresence")
+        return 1
 
     async def get_user(self, *, user_id=None, login=None):
         self.s.calls.append("GetUser")
