@@ -326,16 +326,33 @@ def _fixture_dir() -> Path:
 
 
 def _templates(rng: random.Random) -> list[bytes]:
-    """Valid server frames to mutate: the golden fixtures (``tests/data/chatto-wire``) plus
-    generated message frames shaped like spec §3.7 (``bench/framegen.py``)."""
-    import sys
-
-    sys.path.insert(0, str(REPO))
-    from bench.framegen import FrameFactory
+    """Valid server frames to mutate: the golden protocol-4 fixtures (``tests/data/chatto-wire``)
+    plus seeded ``message_posted`` frames of every shape a bot meets (roots, replies, echoes,
+    mentions of the bot, other users and everyone, DMs)."""
+    from hermes_chatto.wire.proto import chatto_pb2 as pb
 
     out = [p.read_bytes() for p in sorted((_fixture_dir() / "realtime" / "server").glob("*.bin"))]
-    factory = FrameFactory(seed=rng.randrange(1 << 30), n_templates=24)
-    out += [d for d, *_ in factory.frames(40, seed=rng.randrange(1 << 30))]
+    for i in range(40):
+        f = pb.RealtimeServerFrame()
+        ev = f.event
+        ev.id = f"E{i:014d}"
+        ev.actor_id = rng.choice(["Ualice000000000", "Ubot00000000000", "Uother000000000"])
+        ev.cursor = f"c{i}"
+        ev.created_at.seconds = 1_800_000_000 + i
+        mp = ev.message_posted
+        mp.room_id = rng.choice(["Rgeneral0000000", "Rdm00000000000a"])
+        mp.room_kind = rng.choice([1, 2])
+        if i % 3:
+            mp.thread_root_event_id = f"E{rng.randrange(i + 1):014d}"
+        if i % 7 == 0:
+            mp.echo_of_event_id = f"E{i + 1:014d}"
+        mp.body_plaintext = rng.choice(["@helper_bot hi", "hello `@helper_bot`", "> @helper_bot quoted", "x" * 300])
+        m = mp.mentions.add()
+        m.direct.user_id = rng.choice(["Ubot00000000000", "Ualice000000000"])
+        m.includes_viewer = m.direct.user_id == "Ubot00000000000"
+        if i % 5 == 0:
+            mp.mentions.add().all.SetInParent()
+        out.append(f.SerializeToString(deterministic=True))
     return out
 
 
@@ -369,17 +386,16 @@ def _mutate(rng: random.Random, data: bytes, templates: list[bytes]) -> bytes:
         from hermes_chatto.wire.proto import chatto_pb2 as pb
 
         f = pb.RealtimeServerFrame()
-        up = f.projection_event.operations.add().room_timeline_event_upsert
-        up.event.message_posted.message.body = "x" * rng.randint(1 << 20, 3 << 20)
+        f.event.message_posted.body_plaintext = "x" * rng.randint(1 << 20, 3 << 20)
         b += f.SerializeToString(deterministic=True)
     elif op == 7:  # a length prefix that lies (claims far more than there is)
-        b += bytes([0x4A, 0xFF, 0xFF, 0xFF, 0x7F]) + rng.randbytes(rng.randint(0, 16))
+        b += bytes([0x0A, 0xFF, 0xFF, 0xFF, 0x7F]) + rng.randbytes(rng.randint(0, 16))
     elif op == 8:  # pure noise
         b = bytearray(rng.randbytes(rng.randint(0, 2048)))
-    else:  # deep nesting of length-delimited field 9 (projection_event)
+    else:  # deep nesting of length-delimited field 1 (event)
         inner = b""
         for _ in range(rng.randint(50, 400)):
-            inner = bytes([0x4A]) + _varint(len(inner)) + inner
+            inner = bytes([0x0A]) + _varint(len(inner)) + inner
         b = bytearray(inner)
     return bytes(b)
 
@@ -488,27 +504,27 @@ def _garbage_corpus(seed: int, n: int) -> list[bytes]:
         else:
             f = pb.RealtimeServerFrame()
             _random_message(rng, f)
-            if rng.random() < 0.7:  # bias toward the projection path
-                f.projection_event.id = rng.choice(["", "E" + "x" * 14])
-                _random_message(rng, f.projection_event.operations.add(), 1)
+            if rng.random() < 0.7:  # bias toward the event path
+                f.event.id = rng.choice(["", "E" + "x" * 14])
+                _random_message(rng, f.event, 1)
             out.append(f.SerializeToString(deterministic=True))
     return out
 
 
-def test_10k_garbage_frames_never_crash_decoder_classifier_ingress():
+def test_10k_garbage_frames_never_crash_decoder_events_ingress():
     """Case 4: 10,000 mutated / truncated / oversized / random-but-valid frames go through
-    decode_server_frame → Classifier.classify → ingress (decide on every message, the
-    mention parser, the frontier's observe and its inert renderer). The only exception
-    allowed is FrameDecodeError from the decoder."""
+    decode_server_frame → event_of → ingress (decide on every message, the mention parser,
+    the frontier's observe and its inert renderer). The only exception allowed is
+    FrameDecodeError from the decoder."""
+    from hermes_chatto.adapter.inbound import thin_message
     from hermes_chatto.frontier import ThreadFrontier, render_block
     from hermes_chatto.ingress import IngressContext, SeenSet, decide
     from hermes_chatto.wire import events as E
-    from hermes_chatto.wire.frames import Classifier, FrameDecodeError, decode_server_frame
+    from hermes_chatto.wire.frames import FrameDecodeError, decode_server_frame, event_of
 
     corpus = _garbage_corpus(seed=8, n=10_000)
     assert len(corpus) == 10_000
     assert sum(1 for d in corpus if len(d) > 1 << 20) >= 50, "oversized frames missing from the corpus"
-    classifier = Classifier(bot_user_id="Ubot00000000000")
     seen = SeenSet(5_000)
 
     async def no_fetch(*a, **kw):  # pragma: no cover - observe never reads
@@ -538,48 +554,43 @@ def test_10k_garbage_frames_never_crash_decoder_classifier_ingress():
             crashed("decode", i, exc)
             continue
         stats["decoded"] += 1
-        try:
-            events = classifier.classify(frame)
-        except Exception as exc:  # noqa: BLE001
-            crashed("classify", i, exc)
+        if frame.WhichOneof("frame") != "event":
             continue
-        for ev in events:
-            stats[type(ev).__name__] += 1
-            msgs = []
-            if isinstance(ev, (E.NewMessage, E.MessageEdited, E.MessageDeleted)):
-                msgs = [ev.message]
-            elif isinstance(ev, E.TimelineReplaced):
-                msgs = list(ev.messages)
-            for m in msgs:
-                try:
-                    d = decide(m, ctxs[i % len(ctxs)], seen, projection_id=getattr(ev, "projection_id", None))
-                    stats["dispatch" if d.dispatch else "drop"] += 1
-                except Exception as exc:  # noqa: BLE001
-                    crashed("ingress.decide", i, exc)
-                try:
-                    frontier.observe(m, bool(i % 2))
-                except Exception as exc:  # noqa: BLE001
-                    crashed("frontier.observe", i, exc)
-                try:
-                    text = render_block(
-                        [m], bot_user_id="Ubot00000000000", users={}, more_pending=False, max_bytes=4_000
-                    )
-                    assert len(text.encode()) <= 4_000, "block over its byte bound"
-                except Exception as exc:  # noqa: BLE001
-                    crashed("frontier.render_block", i, exc)
+        try:
+            ev = event_of(frame.event, "Ubot00000000000")
+        except Exception as exc:  # noqa: BLE001
+            crashed("event_of", i, exc)
+            continue
+        stats[type(ev).__name__] += 1
+        if not isinstance(ev, E.MessagePosted):
+            continue
+        m = thin_message(ev)
+        try:
+            d = decide(m, ctxs[i % len(ctxs)], seen)
+            stats["dispatch" if d.dispatch else "drop"] += 1
+        except Exception as exc:  # noqa: BLE001
+            crashed("ingress.decide", i, exc)
+        try:
+            frontier.observe(m, bool(i % 2))
+        except Exception as exc:  # noqa: BLE001
+            crashed("frontier.observe", i, exc)
+        try:
+            text = render_block([m], bot_user_id="Ubot00000000000", users={}, more_pending=False, max_bytes=4_000)
+            assert len(text.encode()) <= 4_000, "block over its byte bound"
+        except Exception as exc:  # noqa: BLE001
+            crashed("frontier.render_block", i, exc)
     # the corpus really exercised every stage
     assert stats["undecodable"] >= 1_000, stats
     assert stats["decoded"] >= 3_000, stats
-    assert stats["NewMessage"] >= 300 and stats["dispatch"] >= 50 and stats["drop"] >= 100, stats
+    assert stats["MessagePosted"] >= 300 and stats["dispatch"] >= 50 and stats["drop"] >= 100, stats
     assert not crashes, ({k: (len(v), v[:3]) for k, v in crashes.items()}, dict(stats))
 
 
 def _socket_garbage(seed: int, n: int) -> list[bytes]:
     """Garbage safe to push down a live socket: frames that do not decode, or decode to a
     kind the session must shrug off (unknown frame kind, projection events with nonsense
-    or unknown operations, heartbeats/pongs with odd content). Real ``error``/``close``/
-    ``hello``/``subscribed``/``session_terminated`` frames are excluded: a server that sends
-    those means them."""
+    or unknown events, heartbeats with odd content). Real ``close``/``caught_up``/``snapshot``
+    frames and durable events with a cursor are excluded: a server that sends those means them."""
     from hermes_chatto.wire.frames import FrameDecodeError, decode_server_frame
 
     out = []
@@ -592,10 +603,10 @@ def _socket_garbage(seed: int, n: int) -> list[bytes]:
             out.append(data)
             continue
         kind = f.WhichOneof("frame")
-        if kind in ("error", "close", "hello", "subscribed", "caught_up"):
+        if kind in ("close", "caught_up", "snapshot"):
             continue
-        if kind == "event" and f.event.WhichOneof("event") == "session_terminated":
-            continue
+        if kind == "event" and f.event.WhichOneof("event") is not None and f.event.cursor:
+            continue  # a real durable event: its cursor would be stored
         out.append(data)
         if len(out) >= n:
             break
@@ -605,7 +616,7 @@ def _socket_garbage(seed: int, n: int) -> list[bytes]:
 async def test_live_session_survives_garbage_frames(chatto_world):
     """Case 4, live: 300 garbage frames pushed down a caught-up RealtimeSession by the
     local server; the session stays connected (one connection attempt in total), counts
-    the undecodable ones, and the next real message arrives as a NewMessage."""
+    the undecodable ones, and the next real message arrives as a MessagePosted."""
     from hermes_chatto.wire import events as E
     from hermes_chatto.wire.realtime import RealtimeSession
 
@@ -621,7 +632,6 @@ async def test_live_session_survives_garbage_frames(chatto_world):
         srv.base_url,
         key,
         on_event=on_event,
-        retained_rooms=lambda: [w.general_id],
         bot_user_id=w.bot_id,
         reconnect_delay=0.05,
     )
@@ -634,7 +644,7 @@ async def test_live_session_survives_garbage_frames(chatto_world):
         await wait_for(lambda: session.stats["frames"] >= 300, timeout=20, what="garbage frames received")
         msg = srv.post(w.alice_id, w.general_id, "@helper_bot still there?")
         await wait_for(
-            lambda: any(isinstance(e, E.NewMessage) and e.message.event_id == msg.event_id for e in got),
+            lambda: any(isinstance(e, E.MessagePosted) and e.event_id == msg.event_id for e in got),
             timeout=10,
             what="the real message after the garbage",
         )
@@ -679,7 +689,6 @@ async def test_revoked_key_is_one_fatal_error_no_reconnect_storm(chatto_world, w
         srv.base_url,
         key,
         on_event=on_event,
-        retained_rooms=lambda: [w.general_id],
         reconnect_delay=0.05,
         max_reconnect_delay=0.2,
         on_state=states.append,
@@ -865,7 +874,7 @@ async def test_wire_debug_logs_hold_no_key_material(chatto_world, caplog):
     async def on_event(ev):
         return None
 
-    session = RealtimeSession(srv.base_url, key, on_event=on_event, retained_rooms=lambda: [w.general_id])
+    session = RealtimeSession(srv.base_url, key, on_event=on_event)
     task = asyncio.create_task(session.run())
     try:
         await asyncio.wait_for(session.caught_up.wait(), 10)
@@ -1131,11 +1140,11 @@ async def test_reply_ingested_after_a_later_block_carried_it_is_not_a_second_tur
     gated: list[str] = []
     handled: list[str] = []
 
-    async def gated_live(msg, projection_id, **kw):
+    async def gated_live(msg, *a, **kw):
         if not gate.is_set():
             gated.append(msg.event_id)
             await gate.wait()
-        await live(msg, projection_id, **kw)
+        await live(msg, *a, **kw)
         handled.append(msg.event_id)
 
     inbound.on_new_message = gated_live
@@ -1149,7 +1158,7 @@ async def test_reply_ingested_after_a_later_block_carried_it_is_not_a_second_tur
     # ... and the gap read: the newest reply of the thread, through ingress, ahead of the live queue
     page = await gw.adapter._client.get_thread_events(room, root, limit=1)
     assert [m.event_id for m in page.messages if m.thread_root_event_id] == [newer.event_id]
-    await live(page.messages[-1], newer.event_id, retained=True)
+    await live(page.messages[-1])
     gate.set()
     await wait_for(
         lambda: {older.event_id, newer.event_id} <= set(handled), timeout=10, what="both live events handled"

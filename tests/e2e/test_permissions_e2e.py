@@ -29,6 +29,9 @@ pytestmark = [
 ]
 
 THREAD = "message.post-in-thread"
+# On Chatto 0.5 ``message.post`` also includes post-in-interactions, which lets the bot reply in
+# the thread of a message that mentioned it: both must go for the answer to fall back to the channel.
+INTERACTIONS = "message.post-in-interactions"
 POST = "message.post"
 
 
@@ -38,7 +41,7 @@ async def h():
     try:
         # the room lacks thread replies before the gateway starts: the connect warning
         await harness.start(
-            before_gateway=lambda: harness.chatto.revoke(harness.rooms["general"], harness.bot_id, THREAD)
+            before_gateway=lambda: harness.chatto.revoke(harness.rooms["general"], harness.bot_id, THREAD, INTERACTIONS)
         )
         yield harness
     finally:
@@ -127,7 +130,7 @@ async def test_refused_reply_is_not_replayed_as_recovered_after_restart(h: Harne
     assert len(rows) == 1, _obligations(h)
 
     # the admin fixes the permission; the gateway restarts
-    h.chatto.grant(room, h.bot_id, POST, THREAD)
+    h.chatto.grant(room, h.bot_id, POST, THREAD, INTERACTIONS)
     await h.restart_gateway()
     await wait_until(
         lambda: any(s == "failed" and a >= 1 for s, a, _c in _obligations(h)),
