@@ -347,45 +347,33 @@ async def test_9_block_text_is_inert(gateway, chatto_world):
 
 
 # ---------------------------------------------------------------------------------
-# 10. a room beyond the 64-room retained cap
+# 10. a thread in the 65th room (protocol 4 streams every room: no retained cap)
 
 
-async def test_10_room_beyond_retained_cap_reads_every_turn(gateway, chatto_world):
-
+async def test_10_thread_in_the_65th_room_reads_like_any_other(gateway, chatto_world):
+    """On protocol 2 a room beyond the 64 retained ones did not stream thread replies, so
+    every turn there read its thread. Protocol 4 streams every room the bot may read: a
+    thread in the 65th room gets the same blocks as one in #general — quiet turns read
+    nothing, the turn after someone else's message reads once and shows it."""
     ids = world_ids(chatto_world)
     w = chatto_world
     carol = w.create_user("carol", "Carol")
     for i in range(64):
         w.create_channel(f"filler-{i:02d}", [ids["alice"], ids["bot"]])
     far = w.create_channel("far-away", [ids["alice"], ids["bot"], carol.id])
-    far_id = far.id if hasattr(far, "id") else far
     gw = await make_gateway(gateway, chatto_world)
-    assert far_id not in gw.adapter.rooms.retained and len(gw.adapter.rooms.retained) == 64
+    assert gw.adapter.rooms.get(far) is not None and len(gw.adapter.rooms.rooms) >= 66
     fr = gw.adapter._frontier
-    n = len(gw.agent.calls)
-    root = w.post(ids["alice"], far_id, "@helper_bot ping from far away")
-    await idle(gw, turns=n + 1)  # room_activity → GetMessage → a turn
-    await wait_for(lambda: bot_replies(gw, far_id, root.event_id), what="reply in the far room")
-    await idle(gw)
-
-    async def thread_turn(text: str):
-        # thread replies in unretained rooms are not on the realtime stream (spec §3.7):
-        # feed the adapter the way a poller would
-        k = len(gw.agent.calls)
-        before = len(bot_replies(gw, far_id, root.event_id))
-        m = w.reply(ids["alice"], far_id, root.event_id, text)
-        await gw.adapter.inbound.on_new_message(gw.world.get_message(far_id, m.event_id), m.event_id, retained=False)
-        await idle(gw, turns=k + 1)
-        await wait_for(lambda: len(bot_replies(gw, far_id, root.event_id)) > before, what="reply")
-        await idle(gw)
-        return gw.agent.calls[k]
-
+    t = Thread(gw, far)
+    c0, _ = await t.open("@helper_bot ping from far away")
+    assert block_of(c0) is None
     reads0 = fr.counters["thread_reads"]
-    c1 = await thread_turn("@helper_bot anything new?")
+    c1, _ = await t.turn("anything new?")
     assert block_of(c1) is None
-    w.reply(carol.id, far_id, root.event_id, "carol was here")
-    c2 = await thread_turn("@helper_bot and now?")
+    t.say(carol.id, "carol was here")
+    c2, _ = await t.turn("and now?")
     assert bodies(block_of(c2)) == ["carol was here"]
-    c3 = await thread_turn("@helper_bot and now?")
+    c3, _ = await t.turn("and now?")
     assert block_of(c3) is None
-    assert fr.counters["thread_reads"] - reads0 == 3  # one per turn, never zero
+    assert fr.counters["thread_reads"] - reads0 == 1  # the turn after carol's message only
+    assert [c.source.chat_id for c in (c0, c1, c2, c3)] == [far] * 4
