@@ -51,6 +51,8 @@ class CursorKeeper:
         #: epoch seconds of the newest cursor this process saw (the stream was complete up
         #: to then); before the first, :attr:`loaded_at`
         self.seen_at: float | None = None
+        #: while set, cursors are taken but not persisted (replayed messages are held)
+        self._held = False
 
     async def open(self) -> None:
         """On connect: open the store (once) and, on the first connect of this process,
@@ -79,10 +81,18 @@ class CursorKeeper:
         """The realtime session processed every event up to ``cursor``."""
         self.cursor = cursor
         self.seen_at = time.time()
-        if self._store is None or self._flush is not None:
+        if self._store is None or self._flush is not None or self._held:
             return
         delay = max(0.0, self._saved_at + self._interval - time.monotonic())
         self._flush = asyncio.ensure_future(self._save_later(delay))
+
+    def hold(self, on: bool) -> None:
+        """Stop (``True``) or resume (``False``) persisting cursors: while the inbound holds
+        replayed messages until ``caught_up``, a stored cursor past them would lose them on a
+        crash. Resuming schedules a write of the newest cursor."""
+        self._held = on
+        if not on and self.cursor and self.cursor != self._saved and self._store is not None and self._flush is None:
+            self._flush = asyncio.ensure_future(self._save_later(self._interval))
 
     async def close(self) -> None:
         """Write the newest cursor now and close the store."""
@@ -105,7 +115,7 @@ class CursorKeeper:
     async def save(self) -> None:
         """Persist the cursor if it changed (the seen-set is flushed first)."""
         cursor, store, bot = self.cursor, self._store, self._conn.bot_user_id
-        if not cursor or store is None or cursor == self._saved or not bot:
+        if not cursor or store is None or cursor == self._saved or not bot or self._held:
             return
         self._saved_at = time.monotonic()
         flush = getattr(self._conn.seen, "flush", None)

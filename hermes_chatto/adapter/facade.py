@@ -50,7 +50,7 @@ from .conn import Conn
 from .cursor import CursorKeeper
 from .edits import EditReplacement
 from .failures import FailedTurns
-from .gap import GapRecovery
+from .gap import GapRecovery, render_earlier
 from .inbound import Inbound
 from .lifecycle import Lifecycle
 from .media import InboundMedia
@@ -139,8 +139,9 @@ class ChattoAdapter(_Base):
             self.rooms,
             boundary,
             ingest=lambda *a, **kw: self.inbound.on_new_message(*a, **kw),
-            ctx=self.inbound.ctx_for,
-            render=self._render_earlier,
+            dispatches=self.inbound.would_dispatch,
+            render=render_earlier(conn),
+            join=self.threads.join,
         )
         self.edits = EditReplacement(
             self,
@@ -156,6 +157,7 @@ class ChattoAdapter(_Base):
         self.media = self.inbound.media = InboundMedia(conn, boundary)
         self.cursor = CursorKeeper(conn)
         self.inbound.last_complete = lambda: self.cursor.last_at
+        self.inbound.hold_cursor = self.cursor.hold
         self.sender = SendPath(conn, self.rooms, self.threads, boundary)
         self.media_out = MediaSender(self, self.sender)
         self.ops = OutboundOps(self, conn, self.rooms)
@@ -253,16 +255,6 @@ class ChattoAdapter(_Base):
         from ..wire.realtime import RealtimeSession
 
         return RealtimeSession(settings.url, settings.bot_key, **kw)
-
-    def _render_earlier(self, messages: list[Any]) -> str | None:
-        """The inert block of a DM's earlier messages (gap recovery), or ``None``."""
-        from ..frontier.render import render_block
-
-        s = self.conn.settings
-        text = render_block(
-            messages, bot_user_id=self.conn.bot_user_id, max_bytes=int(getattr(s, "thread_context_max_bytes", 8000))
-        )
-        return text or None
 
     async def _on_event(self, ev: Any) -> None:
         """A realtime event: an answer to an approval prompt (reactions), then the inbound."""

@@ -35,7 +35,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-from ..ingress import decide
 from ..logs import get_logger
 from ..wire.errors import ChattoError, ChattoNotFound
 from ..wire.notices import MessageNotice
@@ -62,18 +61,37 @@ NOTICE_KINDS = frozenset(
 )
 #: Newest room-timeline messages read per room that is read in full.
 ROOM_READ_LIMIT = 100
-#: Most conversations answered after one gap.
-MAX_RECOVERY_TURNS = 20
+#: Most conversations answered per room after one gap (a flood in one room must not drown the
+#: others), and in all: beyond them a WARNING says how many were left.
+MAX_RECOVERY_TURNS_PER_ROOM = 25
+MAX_RECOVERY_TURNS = 500
+#: Notice kinds that say the bot takes part in the message's thread (Chatto makes the bot follow
+#: a thread it wrote the root of, replied in or was mentioned in: a reply there needs no mention).
+FOLLOWED_KINDS = frozenset({"followed_thread_activity", "reply_received"})
 #: Seconds before the last known-complete time that still count: the cursor is stored at
 #: most every 2 s and the server's clock may run a little ahead of this machine's.
 MARGIN_S = 60.0
 #: Default horizon (seconds): messages older than this when the gap is noticed are not answered.
 DEFAULT_HORIZON_S = 7 * 24 * 3600.0
 
-#: ``ingest(msg, *, context=None)``: run one full message through ingress and dispatch.
+#: ``ingest(msg, *, thin=False, context=None)``: run one message through ingress and dispatch.
 Ingest = Callable[..., Awaitable[None]]
+#: ``join(thread)``: the bot takes part in ``thread`` (the thread index).
+Join = Callable[[ThreadKey], None]
 #: ``render(messages) -> str``: the inert block of earlier messages for a DM turn.
 Render = Callable[[list[ChattoMessage]], str | None]
+
+
+def render_earlier(conn: Conn) -> Render:
+    """The inert block of a DM's earlier messages (the frontier's renderer, its byte bound)."""
+    from ..frontier.render import render_block
+
+    def render(messages: list[ChattoMessage]) -> str | None:
+        s = conn.settings
+        max_bytes = int(getattr(s, "thread_context_max_bytes", 8000))
+        return render_block(messages, bot_user_id=conn.bot_user_id, max_bytes=max_bytes) or None
+
+    return render
 
 
 def conversation(msg: ChattoMessage, dm: bool) -> ThreadKey:
@@ -84,8 +102,10 @@ def conversation(msg: ChattoMessage, dm: bool) -> ThreadKey:
 
 
 class GapRecovery:
-    """Owns the recovery task and ``horizon_s``. ``ctx(room)`` builds the ingress context for
-    a room (the inbound's), ``ingest`` dispatches one message, ``render`` the DM block."""
+    """Owns the recovery task and ``horizon_s``. ``dispatches(msg)`` says whether ingress would
+    start a turn for ``msg`` (the inbound's rules, the thread index's "bot takes part" included,
+    nothing marked seen), ``ingest`` dispatches one message, ``render`` the DM block, ``join``
+    tells the thread index of a thread the bot follows."""
 
     def __init__(
         self,
@@ -94,16 +114,18 @@ class GapRecovery:
         boundary: ErrorBoundary,
         *,
         ingest: Ingest,
-        ctx: Callable[[Any, ChattoMessage], Any],
+        dispatches: Callable[[ChattoMessage], Awaitable[bool]],
         render: Render,
+        join: Join = lambda key: None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._conn = conn
         self._rooms = rooms
         self._boundary = boundary
         self._ingest = ingest
-        self._ctx = ctx
+        self._dispatches = dispatches
         self._render = render
+        self._join = join
         self._clock = clock
         self.horizon_s = float(getattr(conn.settings, "recovery_horizon_s", DEFAULT_HORIZON_S) or 0.0)
         self.task: asyncio.Task[None] | None = None
@@ -148,6 +170,8 @@ class GapRecovery:
         )
         found: dict[str, ChattoMessage] = {}
         for n in await self._notices(client, since):
+            if n.kind in FOLLOWED_KINDS and n.thread_root_event_id:
+                self._join(ThreadKey(n.room_id, n.thread_root_event_id))
             if n.event_id in found or self._conn.is_seen(n.event_id):
                 continue
             msg = await self._get(client, n.room_id, n.event_id)
@@ -217,7 +241,13 @@ class GapRecovery:
             logger.warning("Chatto: reading message %s for recovery failed (%s): %s", event_id, exc.code, exc)
             return None
 
-    async def _answer(self, msgs: list[ChattoMessage], since: float) -> int:
+    async def replayed(self, msgs: list[ChattoMessage]) -> int:
+        """Messages the server replayed on a resume (held by the inbound until ``caught_up``):
+        answered like recovered ones, one turn per conversation, each read in full only if it
+        is the conversation's turn. Returns the turns dispatched."""
+        return await self._answer([m for m in msgs if not self._conn.is_seen(m.event_id)], thin=True)
+
+    async def _answer(self, msgs: list[ChattoMessage], since: float = 0.0, *, thin: bool = False) -> int:
         """One turn per conversation (see the module docstring)."""
         groups: dict[ThreadKey, list[ChattoMessage]] = {}
         for m in sorted(msgs, key=lambda m: (m.created_at or 0.0, m.event_id)):
@@ -225,11 +255,10 @@ class GapRecovery:
                 continue
             groups.setdefault(conversation(m, self._rooms.is_dm(m.room_id)), []).append(m)
         turns: list[tuple[ChattoMessage, list[ChattoMessage]]] = []
-        for key, group in groups.items():
-            room = await self._rooms.fetch(key.room_id)
+        for group in groups.values():
             chosen = None
             for m in reversed(group):  # the newest message ingress would dispatch
-                if decide(m, self._ctx(room, m), None, mark_seen=False).dispatch:
+                if await self._dispatches(m):
                     chosen = m
                     break
             if chosen is None:
@@ -237,16 +266,7 @@ class GapRecovery:
             earlier = [m for m in group if m is not chosen and (m.created_at or 0.0) <= (chosen.created_at or 0.0)]
             turns.append((chosen, earlier))
         turns.sort(key=lambda t: t[0].created_at or 0.0)
-        left = turns[MAX_RECOVERY_TURNS:]
-        if left:
-            logger.warning(
-                "Chatto: %d conversations had messages for the bot while it was away; answering the newest "
-                "%d, not the %d oldest",
-                len(turns),
-                MAX_RECOVERY_TURNS,
-                len(left),
-            )
-            turns = turns[-MAX_RECOVERY_TURNS:]
+        turns = self._capped(turns)
         seen = self._conn.seen
         for chosen, earlier in turns:
             for m in earlier:
@@ -255,8 +275,36 @@ class GapRecovery:
             context = None
             if earlier and self._rooms.is_dm(chosen.room_id):
                 context = self._render(earlier)
-            self._conn.counters["gap_recovered"] += 1
-            await self._ingest(chosen, context=context)
-        if turns:
+            self._conn.counters["replay_collapsed" if thin else "gap_recovered"] += 1
+            self._conn.counters["replay_merged" if thin else "gap_merged"] += len(earlier)
+            await self._ingest(chosen, thin=thin, context=context)
+        if turns and not thin:
             logger.info("Chatto: recovered %d conversations since the gap", len(turns))
         return len(turns)
+
+    def _capped(
+        self, turns: list[tuple[ChattoMessage, list[ChattoMessage]]]
+    ) -> list[tuple[ChattoMessage, list[ChattoMessage]]]:
+        """At most :data:`MAX_RECOVERY_TURNS_PER_ROOM` conversations per room and
+        :data:`MAX_RECOVERY_TURNS` in all, the newest kept (oldest first); a WARNING names what
+        was left."""
+        per_room: dict[str, int] = {}
+        kept: list[tuple[ChattoMessage, list[ChattoMessage]]] = []
+        for t in reversed(turns):
+            room = t[0].room_id
+            if per_room.get(room, 0) >= MAX_RECOVERY_TURNS_PER_ROOM or len(kept) >= MAX_RECOVERY_TURNS:
+                continue
+            per_room[room] = per_room.get(room, 0) + 1
+            kept.append(t)
+        left = len(turns) - len(kept)
+        if left:
+            logger.warning(
+                "Chatto: %d conversations had messages for the bot while it was away; answering the newest "
+                "%d (at most %d per room, %d in all), not the %d oldest",
+                len(turns),
+                len(kept),
+                MAX_RECOVERY_TURNS_PER_ROOM,
+                MAX_RECOVERY_TURNS,
+                left,
+            )
+        return list(reversed(kept))

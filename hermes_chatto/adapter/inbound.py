@@ -108,6 +108,12 @@ class Inbound:
         self.last_complete: Callable[[], float | None] = lambda: None
         # Background room reads: the event loop keeps only a weak reference to a task.
         self._pending_reads: set[asyncio.Task[Any]] = set()
+        #: messages the server replayed on a resume, held until ``caught_up`` (event id → thin
+        #: message): answered one turn per conversation, like a longer gap
+        self.held: dict[str, ChattoMessage] = {}
+        #: ``hold_cursor(True|False)``: keep the resume cursor from being persisted while
+        #: replayed messages are held (a crash must replay them again), set by the facade
+        self.hold_cursor: Callable[[bool], None] = lambda on: None
 
     async def on_event(self, ev: Any) -> None:
         """Dispatch one typed realtime event (never raises: a bad event must not kill the socket)."""
@@ -128,6 +134,12 @@ class Inbound:
             if ev.server_version:
                 self._conn.server_version = ev.server_version
         elif isinstance(ev, E.CaughtUp):
+            if self.held and self.gap is not None:
+                held, self.held = list(self.held.values()), {}
+                try:
+                    await self.gap.replayed(held)
+                finally:
+                    self.hold_cursor(False)
             if self.gap is not None:
                 self.gap.caught_up(ev.recovery, self.last_complete())
         elif isinstance(ev, E.RoomChanged):
@@ -174,8 +186,20 @@ class Inbound:
         await edits.on_edit(msg)
 
     async def on_posted(self, ev: E.MessagePosted) -> None:
-        """A ``message_posted`` event (see the module docstring)."""
-        await self.on_new_message(thin_message(ev), thin=True)
+        """A ``message_posted`` event (see the module docstring). Before ``caught_up`` it is a
+        replay of what the socket missed: held (not the bot's own) and answered at
+        ``caught_up``, one turn per conversation."""
+        msg = thin_message(ev)
+        rt = self._conn.realtime
+        caught_up = getattr(rt, "caught_up", None)
+        if caught_up is not None and not caught_up.is_set() and ev.actor_id != self._conn.bot_user_id:
+            self._observe(msg)
+            if not self._conn.is_seen(msg.event_id):
+                if not self.held:
+                    self.hold_cursor(True)
+                self.held[msg.event_id] = msg
+            return
+        await self.on_new_message(msg, thin=True)
 
     # ------------------------------------------------------------------ new messages
 
@@ -224,12 +248,24 @@ class Inbound:
         except Exception:  # noqa: BLE001 - unknown: fall back to the root's author
             return False
 
-    async def _decide(self, msg: ChattoMessage, room: ChattoRoom | None) -> IngressDecision:
-        d = decide(msg, self.ctx_for(room, msg), self._conn.seen)
+    async def _decide(self, msg: ChattoMessage, room: ChattoRoom | None, *, mark_seen: bool = True) -> IngressDecision:
+        seen = self._conn.seen
+        d = decide(msg, self.ctx_for(room, msg), seen if mark_seen else None, mark_seen=mark_seen)
         if not d.dispatch and d.reason == "not_addressed" and msg.thread_root_event_id:
             if await self._threads.bot_in_thread(msg.thread, lambda: self._has_session(msg)):
                 d = decide(msg, self.ctx_for(room, msg, True), None)
         return d
+
+    async def would_dispatch(self, msg: ChattoMessage) -> bool:
+        """Whether ingress would start a turn for ``msg`` now (nothing is marked seen; the
+        author's bot flag is read if unknown). Gap recovery picks each conversation's turn with it."""
+        if msg.author_id and msg.author_id == self._conn.bot_user_id:
+            return False
+        room = await self._rooms.fetch(msg.room_id)
+        d = await self._decide(msg, room, mark_seen=False)
+        if d.dispatch:
+            _msg, d = await self._author(msg, d, room)
+        return d.dispatch
 
     async def _author(
         self, msg: ChattoMessage, d: IngressDecision, room: ChattoRoom | None

@@ -80,7 +80,11 @@ CONSEQUENCE: Mapping[str, str] = {
     PERM_READ_INTERACTIONS: "the bot cannot read messages here: it hears nothing in this room",
     PERM_POST: "the bot cannot post in this room: no answers at all",
     PERM_POST_INTERACTIONS: "the bot cannot answer here, not even where it was mentioned",
-    PERM_THREAD: "the bot cannot reply in threads: answers to mentions go to the channel itself",
+    PERM_THREAD: (
+        "the bot cannot reply in threads it has no interaction with: answers go to the channel itself "
+        "there (with message.post-in-interactions it still answers in the thread of a message that "
+        "mentioned it)"
+    ),
     PERM_REACT: "no acknowledgement/done reactions",
     PERM_ATTACH: (
         "the bot cannot attach files (images, documents, voice, video): each becomes a notice "

@@ -45,6 +45,10 @@ class ThreadIndex:
         """Note ``msg``'s thread root (and, for a reply, that its root is a root)."""
         self.roots.put(msg.event_id, msg.thread_root_event_id)
         root = msg.thread_root_event_id
+        if not root and msg.author_id:
+            # a root seen live names its author: a later reply there needs no GetMessage to
+            # know whether the root is the bot's own (root_is_own)
+            self.root_authors.put(msg.event_id, msg.author_id, touch=False)
         if root and root not in self.roots:
             # a thread reply names its root: replying there later needs no GetMessage (after
             # a restart that resumed by replay no timeline_replace announced the roots)

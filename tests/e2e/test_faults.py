@@ -39,7 +39,7 @@ import pytest
 
 from support.fakes import FakeAgent
 from support.host import Gateway, build_gateway, world_ids
-from support.paths import REPO, WIRE_FIXTURES
+from support.paths import WIRE_FIXTURES
 from support.waits import wait_for
 
 pytestmark = pytest.mark.timeout(170)

@@ -172,9 +172,6 @@ def test_decide_edit_only_in_flight_trigger():
     assert decide_edit(msg("E1", body=" "), BOT, inflight).reason == "no_body"
 
 
-
-
-
 def test_the_servers_mention_list_decides_when_the_message_came_with_one():
     """Protocol 4: ``MessagePostedEvent.mentions[].includes_viewer`` is the server's own mention
     parse. When present it decides (a plain-text "@helper_bot" inside code is no mention, a

@@ -11,7 +11,7 @@ from hermes_chatto.adapter.boundary import ErrorBoundary
 from hermes_chatto.adapter.conn import Conn
 from hermes_chatto.adapter.gap import GapRecovery
 from hermes_chatto.adapter.rooms import RoomDirectory
-from hermes_chatto.ingress import IngressContext
+from hermes_chatto.ingress import IngressContext, decide
 from hermes_chatto.wire.notices import MessageNotice
 from hermes_chatto.wire.types import ChattoMessage, ChattoRoom, TimelinePage
 
@@ -62,12 +62,14 @@ def _gap(client, rooms=None, seen=()):
     directory.reset(rooms or [ChattoRoom(id="Rc", kind="channel", name="c", is_member=True)])
     got = []
 
-    async def ingest(msg, *, context=None):
+    async def ingest(msg, *, thin=False, context=None):
         got.append((msg.event_id, context))
         conn.seen.add(msg.event_id)
 
-    def ctx(room, msg):
-        return IngressContext(bot_user_id=BOT, bot_login="helper", room_kind=room.kind if room else "")
+    async def dispatches(msg):
+        room = directory.get(msg.room_id)
+        ctx = IngressContext(bot_user_id=BOT, bot_login="helper", room_kind=room.kind if room else "")
+        return decide(msg, ctx, None, mark_seen=False).dispatch
 
     gaps = []
     conn.frontier = SimpleNamespace(realtime_gap=gaps.append)
@@ -76,7 +78,7 @@ def _gap(client, rooms=None, seen=()):
         directory,
         ErrorBoundary(logging.getLogger("t"), conn.counters),
         ingest=ingest,
-        ctx=ctx,
+        dispatches=dispatches,
         render=lambda msgs: "EARLIER:" + ",".join(m.event_id for m in msgs),
         clock=lambda: NOW,
     )
@@ -157,12 +159,25 @@ def test_the_horizon_bounds_how_far_back_a_gap_is_answered():
     assert seen_since == [NOW - 3600.0]
 
 
-def test_at_most_max_recovery_turns_conversations_are_answered_newest_kept(caplog, monkeypatch):
-    monkeypatch.setattr(G, "MAX_RECOVERY_TURNS", 2)
+def test_at_most_max_recovery_turns_per_room_are_answered_newest_kept(caplog, monkeypatch):
+    monkeypatch.setattr(G, "MAX_RECOVERY_TURNS_PER_ROOM", 2)
     roots = [_m(f"E{i}", t=i) for i in range(4)]
     client = Client(roots, [_n(m) for m in reversed(roots)])
     conn, g, got, gaps = _gap(client)
     with caplog.at_level(logging.WARNING):
         assert asyncio.run(g.recover(NOW - 3600)) == 2
     assert [e for e, _ in got] == ["E2", "E3"]
-    assert "answering the newest 2, not the 2 oldest" in caplog.text
+    assert "answering the newest 2 (at most 2 per room" in caplog.text and "not the 2 oldest" in caplog.text
+
+
+def test_a_followed_thread_notice_makes_a_plain_reply_there_the_threads_turn():
+    """After a restart the thread index is empty; a ``followed_thread_activity`` occurrence says
+    the bot takes part in the thread, so its plain reply (no mention) is that thread's turn."""
+    reply = _m("Ereply", root="Eroot", t=10, body="step two failed")
+    n = MessageNotice("followed_thread_activity", "Rc", "Ereply", "Eroot", "Ualice", True, reply.created_at)
+    client = Client([reply], [n])
+    conn, g, got, gaps = _gap(client)
+    joined = []
+    g._join = joined.append
+    asyncio.run(g.recover(NOW - 3600))
+    assert [str(k.root_id) for k in joined] == ["Eroot"]
