@@ -192,7 +192,9 @@ async def test_edit_of_in_flight_trigger_replaces_turn(unit):
 
     edited = replace(m, body="what is 3+3?", updated_at=(m.created_at or 0) + 5)
     u.server.messages[m.event_id] = edited
-    await u.adapter.inbound.on_event(MessageEdited(room_id=edited.room_id, message_event_id=edited.event_id, actor_id=edited.author_id))
+    await u.adapter.inbound.on_event(
+        MessageEdited(room_id=edited.room_id, message_event_id=edited.event_id, actor_id=edited.author_id)
+    )
     u.agent.gate.set()
     await wait_for(lambda: len(u.agent.calls) == 2, what="replacement turn")
     await u.idle()
@@ -202,7 +204,9 @@ async def test_edit_of_in_flight_trigger_replaces_turn(unit):
     assert u.adapter.stats["edits_replaced"] == 1
     # an edit of an older message does nothing
     older = replace(edited, body="changed again", updated_at=(m.created_at or 0) + 9)
-    await u.adapter.inbound.on_event(MessageEdited(room_id=older.room_id, message_event_id=older.event_id, actor_id=older.author_id))
+    await u.adapter.inbound.on_event(
+        MessageEdited(room_id=older.room_id, message_event_id=older.event_id, actor_id=older.author_id)
+    )
     await u.idle()
     assert len(u.agent.calls) == 2
 
