@@ -23,6 +23,7 @@ from chatto_local import demo
 from chatto_local.harness import wait_until
 from chatto_local.rawclient import RawRealtime
 from chatto_local.scripted_model import message_text
+from hermes_chatto.wire.proto import chatto_pb2 as pb
 
 from support.live import LiveHarness, reactions_of, wait_held
 
@@ -101,9 +102,16 @@ async def test_ack_reaction_on_the_trigger(h: LiveHarness):
         assert await wait_until(lambda: _has(bots(), "eyes"), timeout=20, what="the bot's eyes reaction on the trigger")
     finally:
         h.holding_model.release()
-    await h.wait_idle()
-    assert await h.bot_messages_since(trig)
+    await _answer_landed(h, trig)
     await wait_until(lambda: _is(bots(), {"white_check_mark"}), timeout=20, what="✅ only once the turn ended")
+
+
+async def _answer_landed(h: LiveHarness, trig) -> None:
+    """Wait until the bot's answer to ``trig`` can be read in the room. On a real server the
+    answer lands after the host reports the agent idle (the send path's round trip), so
+    ``wait_idle`` alone does not mean it is there yet."""
+    await h.wait_idle()
+    await wait_until(lambda: h.bot_messages_since(trig), timeout=60, what="the bot's answer in the room")
 
 
 async def _has(got, name: str) -> bool:
@@ -115,13 +123,16 @@ async def _is(got, want: set[str]) -> bool:
 
 
 async def test_typing_indicator_while_the_model_works(h: LiveHarness):
-    """While a turn is in flight, alice's realtime socket sees the bot typing in the room."""
+    """While a turn is in flight, alice's realtime socket (protocol 4, live-only) sees the
+    bot's ``RefreshTypingIndicator`` as ``user_typing`` from the bot in the room (in the
+    trigger's thread or the room itself)."""
     room = h.rooms["general"]
     assert h.live is not None
     sock = RawRealtime(h.live.ws_url, h.live.people["alice"].token)
     await sock.connect()
     try:
-        await sock.handshake(retained=[room], timeout=30)
+        cu = await sock.subscribe(initial_state=pb.REALTIME_INITIAL_STATE_LIVE_ONLY, timeout=30)
+        assert cu.caught_up is not None, cu.close
         await h.wait_idle()
         h.holding_model.hold_next()
         trig = await h.post("general", f"@{h.bot_login} think hard about the roadmap")
@@ -131,17 +142,15 @@ async def test_typing_indicator_while_the_model_works(h: LiveHarness):
         deadline = loop.time() + 30
         while seen is None and loop.time() < deadline:
             with contextlib.suppress(TimeoutError):
-                f = await sock.recv(timeout=max(0.1, deadline - loop.time()))
-                if f.WhichOneof("frame") == "event" and f.event.WhichOneof("event") == "user_typing":
-                    if f.event.actor_id == h.bot_id and f.event.user_typing.room_id == room:
-                        seen = f.event.user_typing
+                ev = await sock.next_event("user_typing", timeout=max(0.1, deadline - loop.time()))
+                if ev.actor_id == h.bot_id and ev.user_typing.room_id == room:
+                    seen = ev.user_typing
         assert seen is not None, "no user_typing from the bot within 30 s of its turn starting"
         assert seen.thread_root_event_id in ("", trig.event_id)
     finally:
         h.holding_model.release()
         await sock.close()
-    await h.wait_idle()
-    assert await h.bot_messages_since(trig)
+    await _answer_landed(h, trig)
 
 
 async def test_edit_of_an_in_flight_trigger(h: LiveHarness):
@@ -181,24 +190,24 @@ async def test_edit_of_an_in_flight_trigger(h: LiveHarness):
 
 
 async def test_permission_change_while_connected(h: LiveHarness):
-    """Any RBAC fact closes every socket with ``projection_reset_required``
-    (``cli/internal/http_server/realtime_catchup.go``); the gateway reconnects through a
-    reset and keeps answering — a thread message posted right after the change is answered
-    once, nothing twice."""
+    """Any RBAC fact closes every socket with ``close{RESYNC_REQUIRED, reconnect: true}``
+    (``cli/internal/http_server/realtime.go``); the gateway reconnects with a snapshot (the
+    resume across the fact would be a reset anyway) and keeps answering — a thread message
+    posted right after the change is answered once, nothing twice."""
     t1 = await h.turn("rbac-1", "general", f"@{h.bot_login} start a thread for the permission test")
     root = t1.trigger.event_id
     log0 = len(h.gateway_log())
     assert h.live is not None
-    await h.live.set_permission(h.bot_id, "message.attach", "NONE")  # bots: allowlist, no DENY
+    await h.live.set_permission(h.bot_id, "message.attach", "NONE")  # an RBAC fact; back to ALLOW below
     # posted while the server is closing the socket (or the gateway reconnecting)
     during = await h.post("general", "carol: posted during the permission change", thread_root=root, user="carol")
     await h.live.set_permission(h.bot_id, "message.attach", "ALLOW")
 
-    def reset_seen() -> bool:
-        log = h.gateway_log()[log0:]
-        return "projection_reset_required" in log and log.count("live again") >= 1
+    def resync_seen() -> bool:
+        log = h.gateway_log()[log0:]  # wire/realtime.py's INFO lines (wire_log_level INFO)
+        return "asked for a resync" in log and "live again" in log
 
-    await wait_until(reset_seen, timeout=60, what="the gateway's reconnect after projection_reset_required")
+    await wait_until(resync_seen, timeout=60, what="the gateway's reconnect after RESYNC_REQUIRED")
     t2 = await h.turn("rbac-2", "general", "still there after the permission change?", thread_root=root)
     assert t2.replies and all(m.thread_root_event_id == root for m in t2.replies)
     assert sum("still there after the permission change" in r.user_text for r in t2.requests) >= 1

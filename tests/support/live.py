@@ -6,21 +6,33 @@ Environment (all three required, else every live test is skipped with the reason
 * ``CHATTO_LIVE_URL`` — the server's base URL (what a browser opens, no ``/api``);
 * ``CHATTO_LIVE_LOGIN`` / ``CHATTO_LIVE_PASSWORD`` — an account holding the server ``owner``
   (or an admin) role: it logs in with ``POST /auth/login`` (Chatto's password login,
-  ``cli/internal/http_server/auth.go``; the answer carries a bearer ``token``);
+  ``cli/internal/http_server/auth.go``; the answer carries a bearer ``token``). It must be
+  able to create a bot (``bot.create``), people (test endpoints, or ``CHATTO_LIVE_PEOPLE``),
+  channels (``room.create``, ``room.manage``) and grant permissions (``role.manage`` /
+  ``user.manage-permissions``), and hold the ``message.*`` permissions it grants the bot: on
+  Chatto 0.5 a bot's permissions are capped by its owner's;
 * optional ``CHATTO_LIVE_PEOPLE`` — ``login:password,login:password,login:password``: three
   existing person accounts (alice, bob, carol) for a server without Chatto's test endpoints.
   Without it the kit creates them with ``POST /auth/test/create-user``, which exists only in a
   build with the ``test_endpoints`` tag (``cli/internal/http_server/test_endpoints.go``); a
   server with neither skips the live tests.
 
+The server must run Chatto ≥ 0.5.0-beta.10 (realtime protocol 4, :data:`MIN_VERSION`):
+:func:`version_gate` reads its version (``ServerDiscoveryService/GetServer`` through the
+plugin's :meth:`ChattoClient.get_server`) and tests/live/conftest.py leaves every live test
+out, with one line naming the version found, when it is older.
+
 What :meth:`LiveServer.bootstrap` creates, all named ``hc-<tag>-…`` (``tag`` random per run),
 and :meth:`LiveServer.stop` removes again (newest first; a failed step is reported, not
 raised): the people (``AdminUserService/DeleteUser``), a bot
-(``chatto.api.v1.BotService/CreateBot``; its key is in the response, shown once; removed with
-``DeleteBot``), its server-scope grants (``chatto.admin.v1.AdminPermissionService/
-SetUserPermission``; they go with the bot), channels (``RoomService/CreateRoom``, members
-added with ``AddMember``; archived with ``ArchiveRoom``) and alice's DM with the bot
-(``StartDM``).
+(``chatto.api.v1.BotService/CreateBot``, owned by the owner account; its first key is the
+show-once key of the answer, or a named key from ``BotService/CreateBotApiKey`` when the answer
+has none; removed with ``DeleteBot``), its grants (``chatto.admin.v1.AdminPermissionService/
+SetUserPermission``: :data:`BOT_GRANTS` at server scope and :data:`BOT_DM_GRANTS` at the
+Direct messages scope, because a new bot holds nothing and inherits no DM decision; checked
+with the bot's own ``GetViewer``; they go with the bot), channels (``RoomService/CreateRoom``,
+members added with ``AddMember``; archived with ``ArchiveRoom``) and alice's DM with the bot
+(``StartDM`` as alice: a bot cannot open a DM).
 
 :class:`LiveHarness` is :class:`chatto_local.harness.Harness` on that world: the real
 ``hermes gateway run`` and the scripted model as in tests/e2e, people acting over the API,
@@ -55,9 +67,36 @@ URL_ENV, LOGIN_ENV, PASSWORD_ENV, PEOPLE_ENV = (
     "CHATTO_LIVE_PASSWORD",
     "CHATTO_LIVE_PEOPLE",
 )
-#: What the bot needs in a room (spec: bots start with no permission and inherit none).
-BOT_GRANTS = ("message.post", "message.post-in-thread", "message.react", "message.attach")
+#: What the bot needs at server scope (Chatto 0.5: a bot holds no roles and nothing until an
+#: owner/admin grants it, capped by its owner's own decisions; docs/chatto-0.5.md §5).
+BOT_GRANTS = ("message.read", "message.post", "message.post-in-thread", "message.react", "message.attach")
+#: What the bot needs at the Direct messages scope (a bot inherits no DM decision).
+BOT_DM_GRANTS = ("message.read", "message.post", "message.react", "message.attach")
 PEOPLE = ("alice", "bob", "carol")
+#: The oldest Chatto the live suite runs against: realtime protocol 4's schema (beta.10 … beta.20).
+MIN_VERSION = "0.5.0-beta.10"
+SUPPORTED = f"Chatto ≥ {MIN_VERSION} (realtime protocol 4; tested up to 0.5.0-beta.20)"
+
+
+def version_gate(version: str) -> str:
+    """``""`` when a server reporting ``version`` (``ServerPublicProfile.version``) is new
+    enough for the live suite, else the one-line reason to skip it. A version that is not
+    semver (a ``dev`` build) is let through: its realtime handshake will tell."""
+    from hermes_chatto.doctor import version_note
+
+    note = version_note(version)
+    if note.kind in ("protocol_1", "protocol_2", "pre_beta"):
+        return (
+            f"live suite: the server runs Chatto {version or '(no version)'}, older than this suite needs: "
+            f"{SUPPORTED}" + (f"; {note.speaks}" if note.speaks else "")
+        )
+    return ""
+
+
+async def server_version(url: str) -> str:
+    """The server's ``ServerPublicProfile.version`` (public ``GetServer``, no credentials)."""
+    async with ChattoClient(url, None, timeout=20.0) as anon:
+        return (await anon.get_server()).version
 
 
 @dataclass(frozen=True)
@@ -220,34 +259,19 @@ class LiveServer:
                     raise
 
     # ------------------------------------------------------------------ bootstrap
-    async def bootstrap(self, *, fillers: int = 0, extra_rooms: tuple[str, ...] = ()) -> None:
+    async def bootstrap(self, *, extra_rooms: tuple[str, ...] = ()) -> None:
         """Log in as the owner; people; the bot with its grants; ``#hc-<tag>`` (key
-        ``general``) with everyone in it; alice's DM with the bot (key ``dm``); ``fillers``
-        more channels with only the bot in them (keys ``filler-<n>``); one channel with
-        everyone per ``extra_rooms`` key."""
+        ``general``) with everyone in it; alice's DM with the bot (key ``dm``, opened by alice:
+        a bot cannot ``StartDM``); one channel with everyone per ``extra_rooms`` key."""
         self.owner = await self.login(self.cfg.login, self.cfg.password)
         await self._people()
-        bot = await self.call(
-            "chatto.api.v1.BotService/CreateBot", {"login": f"hc{self.tag}_bot", "displayName": f"HC Live {self.tag}"}
-        )
-        self.bot_id, self.bot_key = bot["bot"]["user"]["id"], bot["apiKey"]
-        self.bot_login = bot["bot"]["user"]["login"]
-        bot_id = self.bot_id
-        self._undo.append(
-            (
-                f"delete bot {self.bot_login}",
-                lambda: self._retry_deletion("chatto.api.v1.BotService/DeleteBot", {"botUserId": bot_id}),
-            )
-        )
-        for perm in BOT_GRANTS:
-            await self.set_permission(self.bot_id, perm, "ALLOW")
+        acct = await self._new_bot(f"hc{self.tag}_bot", f"HC Live {self.tag}")
+        self.bot_id, self.bot_key, self.bot_login = acct.user_id, acct.key, acct.login
         group = await self._room_group()
         members = [p.user_id for p in self.people.values()] + [self.bot_id]
         self.rooms["general"] = await self.create_room(f"hc-{self.tag}", group, members)
         for key in extra_rooms:
             self.rooms[key] = await self.create_room(f"hc-{self.tag}-{key}"[:30], group, members)
-        for n in range(fillers):
-            self.rooms[f"filler-{n}"] = await self.create_room(f"hc-{self.tag}-f{n}", group, [self.bot_id])
         async with self.client("alice") as alice:
             dm = await alice.start_dm([self.bot_id])
         self.rooms["dm"] = dm.id
@@ -262,18 +286,61 @@ class LiveServer:
             self.people[key] = await self.create_person(key, key.capitalize())
         self.test_endpoints = True
 
-    async def set_permission(self, user_id: str, permission: str, decision: str) -> None:
-        """``AdminPermissionService/SetUserPermission`` at server scope; ``decision`` is
-        ``ALLOW`` / ``DENY`` / ``NONE``."""
+    async def set_permission(self, user_id: str, permission: str, decision: str, *, scope: str = "SERVER") -> None:
+        """``AdminPermissionService/SetUserPermission``; ``decision`` is ``ALLOW`` / ``DENY`` /
+        ``NONE``; ``scope`` ``SERVER`` or ``DM`` (the Direct messages scope; both need no id)."""
         await self.call(
             "chatto.admin.v1.AdminPermissionService/SetUserPermission",
             {
                 "userId": user_id,
                 "permission": permission,
                 "decision": f"PERMISSION_DECISION_{decision}",
-                "scope": {"kind": "PERMISSION_SCOPE_KIND_SERVER"},
+                "scope": {"kind": f"PERMISSION_SCOPE_KIND_{scope}"},
             },
         )
+
+    async def _new_bot(self, login: str, display: str) -> BotAccount:
+        """``BotService/CreateBot`` (owned by the owner account), a key, :data:`BOT_GRANTS`
+        and :data:`BOT_DM_GRANTS`; deleted by :meth:`stop`. Raises :class:`LiveApiError` when
+        the bot does not hold its grants afterwards (the owner's ceiling)."""
+        bot = await self.call(
+            "chatto.api.v1.BotService/CreateBot",
+            {"login": login, "displayName": display, "description": "hermes-chatto live suite (removed afterwards)"},
+        )
+        user = bot["bot"]["user"]
+        user_id = str(user["id"])
+        self._undo.append(
+            (
+                f"delete bot {user['login']}",
+                lambda: self._retry_deletion("chatto.api.v1.BotService/DeleteBot", {"botUserId": user_id}),
+            )
+        )
+        key = str(bot.get("apiKey") or "")
+        if not key:  # 0.5 beta: keys are named, made with CreateBotApiKey
+            made = await self.call(
+                "chatto.api.v1.BotService/CreateBotApiKey", {"botUserId": user_id, "name": f"hc-{self.tag}"}
+            )
+            key = str(made["apiKey"])
+        for scope, perms in (("SERVER", BOT_GRANTS), ("DM", BOT_DM_GRANTS)):
+            for perm in perms:
+                try:
+                    await self.set_permission(user_id, perm, "ALLOW", scope=scope)
+                except LiveApiError as exc:
+                    raise LiveApiError(
+                        f"granting the bot {perm} at {scope} scope", exc.status, exc.code, exc.message
+                    ) from exc
+        viewer = await self.call("chatto.api.v1.ViewerService/GetViewer", {}, token=key)
+        held = {p["permission"] for p in viewer["viewerPermissions"]["permissions"] if p.get("granted")}
+        missing = [p for p in BOT_GRANTS if p not in held]
+        if missing:
+            raise LiveApiError(
+                "bot grants",
+                200,
+                "",
+                f"the bot does not hold {', '.join(missing)} after they were granted: a bot's permissions are "
+                f"capped by its owner's, so {self.cfg.login} must hold them too",
+            )
+        return BotAccount(user_id, str(user["login"]), key)
 
     async def _room_group(self) -> str:
         rooms = await self.call("chatto.api.v1.RoomDirectoryService/ListRooms", {})
@@ -304,20 +371,9 @@ class LiveServer:
         return room_id
 
     async def create_bot(self, key: str, display: str, *, rooms: tuple[str, ...] = ()) -> BotAccount:
-        """A second bot account (``hc<tag><key>_bot``) with :data:`BOT_GRANTS`, a member of
+        """A second bot account (``hc<tag><key>_bot``) with the grants of the first, a member of
         the channels ``rooms`` (keys of :attr:`rooms`); deleted by :meth:`stop`."""
-        bot = await self.call(
-            "chatto.api.v1.BotService/CreateBot", {"login": f"hc{self.tag}{key}_bot", "displayName": display}
-        )
-        acct = BotAccount(bot["bot"]["user"]["id"], bot["bot"]["user"]["login"], bot["apiKey"])
-        self._undo.append(
-            (
-                f"delete bot {acct.login}",
-                lambda: self._retry_deletion("chatto.api.v1.BotService/DeleteBot", {"botUserId": acct.user_id}),
-            )
-        )
-        for perm in BOT_GRANTS:
-            await self.set_permission(acct.user_id, perm, "ALLOW")
+        acct = await self._new_bot(f"hc{self.tag}{key}_bot", display)
         for r in rooms:
             await self.call("chatto.api.v1.RoomService/AddMember", {"roomId": self.rooms[r], "userId": acct.user_id})
         return acct
@@ -376,8 +432,7 @@ class HoldingModel(ScriptedModel):
 
 class LiveHarness(Harness):
     """:class:`Harness` on a :class:`LiveServer` (subprocess gateway, no nethook: the server
-    need not be on loopback). ``fillers`` / ``extra_rooms``: see :meth:`LiveServer.bootstrap`;
-    ``retain_first``: room keys written to ``retained_rooms`` (the socket retains those first).
+    need not be on loopback). ``extra_rooms``: see :meth:`LiveServer.bootstrap`.
     Reads go over the API as alice."""
 
     can_skip_clock = False
@@ -386,16 +441,14 @@ class LiveHarness(Harness):
         self,
         cfg: LiveConfig,
         *,
-        fillers: int = 0,
         extra_rooms: tuple[str, ...] = (),
-        retain_first: tuple[str, ...] = (),
         **kw: Any,
     ) -> None:
         kw.setdefault("turn_timeout", 60.0)
         # the realtime session's reconnects and resets are INFO lines of the wire loggers
         kw["extra_platform_config"] = {"wire_log_level": "INFO", **(kw.get("extra_platform_config") or {})}
         super().__init__(mode="subprocess", nethook=False, **kw)
-        self.cfg, self.fillers, self.extra_rooms, self.retain_first = cfg, fillers, extra_rooms, retain_first
+        self.cfg, self.extra_rooms = cfg, extra_rooms
         self.live: LiveServer | None = None
 
     async def start(self, **kw: Any) -> None:  # type: ignore[override]
@@ -411,11 +464,7 @@ class LiveHarness(Harness):
     async def _start_chatto(self) -> None:
         live = LiveServer(self.cfg)
         self.chatto = self.live = live  # Harness.stop() calls chatto.stop(): the cleanup
-        await live.bootstrap(fillers=self.fillers, extra_rooms=self.extra_rooms)
-        if self.retain_first:
-            # room keys → ids, at most 64 (CHATTO_RETAINED_ROOMS): these fill the socket first
-            ids = [live.rooms[k] for k in self.retain_first if k in live.rooms]
-            self.extra_platform_config["retained_rooms"] = ids[:64]
+        await live.bootstrap(extra_rooms=self.extra_rooms)
         self.bot_id, self._bot_key, self.bot_login = live.bot_id, live.bot_key, live.bot_login
         self.users = {k: p.user_id for k, p in live.people.items()} | {self.bot_login: self.bot_id}
         self.rooms = dict(live.rooms)
