@@ -83,20 +83,17 @@ class SeenSet(BoundedSet[str]):
 # step 4: rows that are never turns
 
 
-def skip_reason(msg: ChattoMessage, projection_id: str | None = None) -> str | None:
+def skip_reason(msg: ChattoMessage) -> str | None:
     """Why ``msg`` is not a new message, or ``None``.
 
     ``"echo_row"`` (``echo_of_event_id`` set: a channel copy of a thread reply,
-    the canonical reply is handled instead), ``"tombstone"`` (``deleted_at`` set), ``"thread_root_refresh"``
-    (an upsert whose projection id is not the message's own id — the second upsert of a
-    reply event is the refreshed root), ``"no_body"`` (no text and no attachment).
+    the canonical reply is handled instead), ``"tombstone"`` (``deleted_at`` set),
+    ``"no_body"`` (no text and no attachment).
     """
     if msg.echo_of_event_id:
         return "echo_row"
     if msg.deleted_at is not None:
         return "tombstone"
-    if projection_id and projection_id != msg.event_id:
-        return "thread_root_refresh"
     if not (msg.body or "").strip() and not msg.attachment_names:
         return "no_body"
     return None
@@ -231,7 +228,7 @@ class IngressDecision:
 
     ``reason`` is a stable slug: ``dispatch_dm``, ``dispatch_mention``,
     ``dispatch_thread``, ``dispatch_free_response``, ``dispatch_no_mention_required``,
-    ``own_message``, ``duplicate``, ``echo_row``, ``tombstone``, ``thread_root_refresh``,
+    ``own_message``, ``duplicate``, ``echo_row``, ``tombstone``,
     ``no_body``, ``not_addressed``, ``other_bot`` (another bot's message ``allow_bots``
     does not admit).
     ``starts_thread`` is True when a top-level channel message gets ``thread_id`` = its
@@ -309,14 +306,13 @@ def decide(
     ctx: IngressContext,
     seen: SeenLike | None = None,
     *,
-    projection_id: str | None = None,
     mark_seen: bool = True,
 ) -> IngressDecision:
     """Run steps 2–6 on one new message and return the decision.
 
     ``seen`` (step 3) is consulted and, when ``mark_seen``, the event id is added to it
-    for every message that passes step 2 — so a replay after a reconnect, a projection
-    reset or a restart (with a persistent seen-store) is dropped as ``duplicate``.
+    for every message that passes step 2 — so a replay after a reconnect, a gap
+    recovery or a restart (with a persistent seen-store) is dropped as ``duplicate``.
     """
     if is_own(msg, ctx.bot_user_id, ctx.recently_created):
         return _drop("own_message", msg)
@@ -326,7 +322,7 @@ def decide(
             return _drop("duplicate", msg)
         if mark_seen:
             seen.add(eid)
-    why = skip_reason(msg, projection_id)
+    why = skip_reason(msg)
     if why is not None:
         return _drop(why, msg)
     reason = gate(msg, ctx)

@@ -316,9 +316,7 @@ class Inbound:
             return None
         return dataclasses.replace(full, author=thin.author, mentions_viewer=thin.mentions_viewer)
 
-    async def on_new_message(
-        self, msg: ChattoMessage, projection_id: str | None = None, *, thin: bool = False, context: str | None = None
-    ) -> None:
+    async def on_new_message(self, msg: ChattoMessage, *, thin: bool = False, context: str | None = None) -> None:
         """Ingress for one new message, then build the source/event and hand it to the host.
         ``thin``: ``msg`` is what a realtime event carried (read in full only if it
         dispatches). ``context``: reference text for a DM turn (gap recovery's earlier

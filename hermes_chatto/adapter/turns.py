@@ -152,7 +152,7 @@ class TurnTracker:
             return None
         return await asyncio.to_thread(session_id_for, store, key)
 
-    async def start_turn(self, key: str, trigger: ChattoMessage, retained: bool) -> TurnStart:
+    async def start_turn(self, key: str, trigger: ChattoMessage, streamed: bool) -> TurnStart:
         """The frontier's decision for a thread turn: its context block, or that ``trigger``
         already reached session ``key`` (a duplicate the caller drops). A frontier failure
         gives ``TurnStart(None)``: the turn runs without a block rather than not at all."""
@@ -161,7 +161,7 @@ class TurnTracker:
             return TurnStart(None)
         with self._boundary.guard("frontier.start_turn"):
             sid = await self.session_id(key)
-            return await frontier.start_turn(key, sid, trigger, retained)
+            return await frontier.start_turn(key, sid, trigger, streamed)
         return TurnStart(None)
 
     # ------------------------------------------------------------------ queries

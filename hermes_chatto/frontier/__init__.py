@@ -34,7 +34,7 @@ and :func:`plan_delivery`:
      read (root + newest ``window - 1 + |held|`` replies): the *seed*. Replies older than
      the seed window predate the session and are summarised as "N earlier replies not
      shown" instead of delivered;
-   * quiet turn — the room is retained (realtime shows every thread reply, own echoes
+   * quiet turn — the room is streamed (realtime shows every thread reply, own echoes
      included), this process has read the thread since it started (or saw it begin), no
      backlog is pending and realtime showed no message the session does not hold since
      the frontier: **no read**;
@@ -102,7 +102,7 @@ thread in flight waits for the delivery to settle (at most ``send_settle_timeout
 and filters the page again — the reply is never handed back to its own session.
 
 Cost: quiet turn 0 thread reads; delivering turn exactly 1 ``GetThreadEvents``; first
-turn after a restart 1; rooms beyond the retained cap 1 per turn; never a root refetch on
+turn after a restart 1; a thread realtime did not stream 1 per turn; never a root refetch on
 anchored pages; never ``after=""``; one row write per turn that posts into the thread.
 ``held`` grows by two ids per quiet exchange; past ``compact_at`` ids the next turn reads
 (the page carries the cursor past them), so quiet threads cost one read per ~50 turns.

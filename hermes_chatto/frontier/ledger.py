@@ -147,11 +147,11 @@ class ThreadView:
             return None
         return self.pos.get(trigger_id)
 
-    def settle_quiet(self, retained: bool, new_thread: bool) -> None:
+    def settle_quiet(self, streamed: bool, new_thread: bool) -> None:
         """A turn that read nothing: the view is established (a new thread is covered by
-        realtime from its first message when ``retained``); unseen ids now held go."""
+        realtime from its first message when ``streamed``); unseen ids now held go."""
         if new_thread:
-            self.covered = retained
+            self.covered = streamed
         self.fresh = False
         self.unseen = {i for i in self.unseen if i not in self.held}
 
@@ -161,7 +161,7 @@ class ThreadView:
         *,
         added: Sequence[str],
         owed: Iterable[str],
-        retained: bool,
+        streamed: bool,
         unseen_before: set[str],
         positions: tuple[dict[str, int], str | None],
     ) -> None:
@@ -174,7 +174,7 @@ class ThreadView:
         self.cursor = d.cursor
         self.held = _ids(dedup([*d.held, *added, *owed]))
         self.fresh = False
-        self.covered = retained
+        self.covered = streamed
         self.pending = d.more_pending
         after_unheld = set(d.after_unheld)
         self.recent = d.page_ids - after_unheld

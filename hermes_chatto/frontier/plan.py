@@ -54,7 +54,7 @@ def plan_read(
     fresh: bool,
     trigger_is_root: bool,
     trigger_has_replies: bool,
-    retained: bool,
+    streamed: bool,
     covered: bool,
     dirty: bool,
     pending: bool,
@@ -82,7 +82,7 @@ def plan_read(
         if trigger_is_root and not trigger_has_replies:
             return ReadPlan(False, "new_thread")
         return ReadPlan(True, "seed", clamp(window - 1 + held_count))
-    quiet = retained and covered and not dirty and not pending and held_count <= compact_at
+    quiet = streamed and covered and not dirty and not pending and held_count <= compact_at
     if quiet:
         return ReadPlan(False, "quiet")
     if cursor is None:

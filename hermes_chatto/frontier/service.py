@@ -216,7 +216,7 @@ class ThreadFrontier:
     included), :meth:`block_for_turn` (before dispatching a thread turn),
     :meth:`note_sent` (after every chunk posted into a thread), :meth:`begin_send` /
     :meth:`end_send` (around every delivery into a thread), optionally
-    :meth:`realtime_gap` (after a projection reset / lost realtime coverage),
+    :meth:`realtime_gap` (after a reconnect that did not resume / lost realtime coverage),
     :meth:`turn_started` / :meth:`turn_handled` / :meth:`turn_finished` (the host started,
     answered itself, finished a thread turn) and :meth:`aclose`.
     ``fetch_around(room_id, root_id, event_id, limit=int)`` has the signature of
@@ -272,11 +272,11 @@ class ThreadFrontier:
 
     # ------------------------------------------------------------------ hooks
 
-    def observe(self, msg: ChattoMessage, retained: bool) -> None:
+    def observe(self, msg: ChattoMessage, streamed: bool) -> None:
         """Realtime showed ``msg`` (a thread reply, any author, own echoes included).
 
         Marks the thread dirty for every in-memory session of it that does not hold the
-        id (a message a session holds — its trigger, its replies — does not). ``retained``
+        id (a message a session holds — its trigger, its replies — does not). ``streamed``
         False means realtime does not cover that room: its sessions read every turn anyway.
         Never raises, no I/O.
         """
@@ -290,7 +290,7 @@ class ThreadFrontier:
             if st is None:
                 continue
             st.view.mark_unseen(msg.event_id)
-            if not retained:
+            if not streamed:
                 st.view.covered = False
 
     def note_sent(
@@ -418,31 +418,30 @@ class ThreadFrontier:
             self._drop(st, trigger_id)
 
     def realtime_gap(self, room_id: str | None = None) -> None:
-        """Realtime may have missed thread replies (projection reset, reconnect without a
-        resume cursor, room dropped from / re-added to the retained set): the next turn of
-        every affected session reads once. ``None`` = every room."""
+        """Realtime may have missed thread replies (a reconnect that did not resume, downtime):
+        the next turn of every affected session reads once. ``None`` = every room."""
         for st in self._states.values():
             if room_id is None or st.room_id == room_id:
                 st.view.covered = False
 
     async def block_for_turn(
-        self, session_key: str, session_id: str | None, trigger: ChattoMessage, retained: bool
+        self, session_key: str, session_id: str | None, trigger: ChattoMessage, streamed: bool
     ) -> str | None:
         """The ``[Earlier in this thread]`` block for the turn ``trigger`` starts in session
         ``session_key`` (``None`` when there is nothing to deliver).
 
         ``trigger`` is a thread reply, or the channel root that opens the thread (then
         root == trigger). ``session_id``: the Hermes session currently bound to the key
-        (:func:`hermes_chatto.compat.session_id_for`), ``None`` if none yet. ``retained``:
-        the room is in the realtime socket's retained set. Makes at most one ``fetch_page``
+        (:func:`hermes_chatto.compat.session_id_for`), ``None`` if none yet. ``streamed``:
+        realtime streams the room's thread replies (protocol 4: every room the bot may read). Makes at most one ``fetch_page``
         call (plus one ``fetch_around`` per owed message); read errors are logged and yield
         ``None`` (the backlog stays pending). Serialised per session key. Thread context
         off (``window`` 0): ``None`` at once.
         """
-        return (await self.start_turn(session_key, session_id, trigger, retained)).block
+        return (await self.start_turn(session_key, session_id, trigger, streamed)).block
 
     async def start_turn(
-        self, session_key: str, session_id: str | None, trigger: ChattoMessage, retained: bool
+        self, session_key: str, session_id: str | None, trigger: ChattoMessage, streamed: bool
     ) -> TurnStart:
         """:meth:`block_for_turn`, plus whether ``trigger`` already reached the session (an
         earlier trigger or block line, not owed since: ``TurnStart.duplicate``, nothing staged),
@@ -457,7 +456,7 @@ class ThreadFrontier:
                 _log_duplicate(trigger.event_id, session_key)
                 return TurnStart(None, True)
             self.counters["turns"] += 1
-            text, delivered = await self._reader.block(st, trigger, retained)
+            text, delivered = await self._reader.block(st, trigger, streamed)
             st.stage(trigger.event_id, delivered, trigger.body or "", text)
             return TurnStart(text)
 
@@ -657,7 +656,7 @@ class _BlockReader:
     def __init__(self, frontier: ThreadFrontier) -> None:
         self._f = frontier
 
-    async def block(self, st: SessionLedger, trigger: ChattoMessage, retained: bool) -> tuple[str | None, list[str]]:
+    async def block(self, st: SessionLedger, trigger: ChattoMessage, streamed: bool) -> tuple[str | None, list[str]]:
         """The block for ``trigger``'s turn in ``st`` and the ids it delivered (the caller
         stages them); moves ``st``'s view to the new frontier."""
         f = self._f
@@ -669,8 +668,8 @@ class _BlockReader:
             fresh=view.fresh,
             trigger_is_root=not trigger.is_reply,
             trigger_has_replies=bool(trigger.has_thread or trigger.reply_count),
-            retained=retained,
-            covered=view.covered and retained,
+            streamed=streamed,
+            covered=view.covered and streamed,
             dirty=view.dirty_before(trigger.event_id),
             pending=view.pending,
             window=f.effective_window,
@@ -683,10 +682,10 @@ class _BlockReader:
         if not plan.read:
             if plan.reason == "quiet":
                 f.counters["quiet_turns"] += 1
-            view.settle_quiet(retained, new_thread=plan.reason != "quiet")
+            view.settle_quiet(streamed, new_thread=plan.reason != "quiet")
             text, delivered = self._render(st, owed, (), {}, trigger, more_pending=False)
         else:
-            text, delivered = await self._read_and_render(st, plan, trigger, retained, owed)
+            text, delivered = await self._read_and_render(st, plan, trigger, streamed, owed)
         return text, delivered
 
     async def _owed_messages(self, st: SessionLedger) -> _Owed:
@@ -856,7 +855,7 @@ class _BlockReader:
         return plan_page(sum(1 for m in d.messages if m.event_id in fit)), owed, None
 
     async def _read_and_render(
-        self, st: SessionLedger, plan: ReadPlan, trigger: ChattoMessage, retained: bool, owed: _Owed
+        self, st: SessionLedger, plan: ReadPlan, trigger: ChattoMessage, streamed: bool, owed: _Owed
     ) -> tuple[str | None, list[str]]:
         """One read as ``plan`` says, the block it yields, and the view moved to the new frontier."""
         view = st.view
@@ -890,7 +889,7 @@ class _BlockReader:
             d,
             added=added,
             owed=st.turns.owed,
-            retained=retained,
+            streamed=streamed,
             unseen_before=snap_unseen,
             positions=reply_positions(page, plan, d, st.root_id),
         )

@@ -187,14 +187,14 @@ class FakeThread:
 
 class Sim:
     """Drives a :class:`ThreadFrontier` like the adapter does: realtime ``observe`` of
-    every thread message (retained rooms), ``block_for_turn`` before each turn,
+    every thread message (streamed rooms), ``block_for_turn`` before each turn,
     ``note_sent`` after the agent's reply."""
 
     def __init__(
         self,
         tmp_path,
         *,
-        retained: bool = True,
+        streamed: bool = True,
         window: int = 20,
         max_bytes: int = 8_000,
         store: bool = True,
@@ -204,7 +204,7 @@ class Sim:
         self.thread = FakeThread()
         self.path = tmp_path / "chatto" / "state.sqlite3"
         self.store = FrontierStore(self.path) if store else None
-        self.retained = retained
+        self.streamed = streamed
         self.window, self.max_bytes = window, max_bytes
         self.session_id = session_id
         self.key = key
@@ -235,7 +235,7 @@ class Sim:
         self.f = self._new_frontier()
 
     def _observe(self, m: ChattoMessage) -> None:
-        if self.retained and m.thread_root_event_id:
+        if self.streamed and m.thread_root_event_id:
             self.f.observe(m, True)
 
     def root_post(self, author: str, body: str) -> ChattoMessage:
@@ -264,7 +264,7 @@ class Sim:
         if trigger is None:
             trigger = self.thread.reply(self.root, author, body)
             self._observe(trigger)
-        block = await self.f.block_for_turn(self.key, self.session_id, trigger, self.retained)
+        block = await self.f.block_for_turn(self.key, self.session_id, trigger, self.streamed)
         self.check()
         self.blocks.append(block)
         self.last_trigger = trigger

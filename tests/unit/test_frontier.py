@@ -159,8 +159,8 @@ SCRIPT = [
 ]
 
 
-async def run_script(tmp_path, restart_before: int | None, *, retained: bool = True) -> list[str | None]:
-    s = Sim(tmp_path, retained=retained)
+async def run_script(tmp_path, restart_before: int | None, *, streamed: bool = True) -> list[str | None]:
+    s = Sim(tmp_path, streamed=streamed)
     turn_no = 0
     for step in SCRIPT:
         kind = step[0]
@@ -182,13 +182,13 @@ async def run_script(tmp_path, restart_before: int | None, *, retained: bool = T
     return s.blocks
 
 
-@pytest.mark.parametrize("retained", [True, False])
-async def test_inv4_restart_between_turns_is_invisible(tmp_path, retained):
-    base = await run_script(tmp_path / "base", None, retained=retained)
+@pytest.mark.parametrize("streamed", [True, False])
+async def test_inv4_restart_between_turns_is_invisible(tmp_path, streamed):
+    base = await run_script(tmp_path / "base", None, streamed=streamed)
     assert any(b for b in base)
     n_turns = sum(1 for s in SCRIPT if s[0] == "turn")
     for k in range(1, n_turns):
-        got = await run_script(tmp_path / f"r{k}", k, retained=retained)
+        got = await run_script(tmp_path / f"r{k}", k, streamed=streamed)
         assert got == base, f"restart before turn {k} changed the blocks"
 
 
@@ -300,7 +300,7 @@ async def test_inv6_quiet_turns_zero_reads_delivering_turn_one(tmp_path):
 
 
 async def test_inv6_anchored_reads_never_refetch_root_nor_send_empty_cursor(tmp_path):
-    s = Sim(tmp_path, retained=False)  # beyond the retained cap: every turn reads
+    s = Sim(tmp_path, streamed=False)  # beyond the streamed cap: every turn reads
     s.root_post(CAROL, "root text")
     for i in range(8):
         s.post(CAROL, f"p{i}")
@@ -315,7 +315,7 @@ async def test_inv6_anchored_reads_never_refetch_root_nor_send_empty_cursor(tmp_
 
 
 async def test_inv6_unretained_room_reads_every_turn_and_stays_correct(tmp_path):
-    s = Sim(tmp_path, retained=False)
+    s = Sim(tmp_path, streamed=False)
     s.root_post(BOT, "report")
     assert bodies(await s.turn("q1")) == ["report"]
     assert await s.turn("q2") is None
@@ -325,7 +325,7 @@ async def test_inv6_unretained_room_reads_every_turn_and_stays_correct(tmp_path)
 
 
 async def test_inv6_empty_page_keeps_cursor(tmp_path):
-    s = Sim(tmp_path, retained=False)
+    s = Sim(tmp_path, streamed=False)
     s.root_post(CAROL, "r")
     await s.turn("q1", reply=None)
     cur = s.f.snapshot(s.key)["cursor"]
@@ -373,7 +373,7 @@ async def test_own_echo_before_note_sent_is_not_dirty(tmp_path):
 
 
 async def test_note_sent_during_read_stays_held(tmp_path):
-    s = Sim(tmp_path, retained=False)
+    s = Sim(tmp_path, streamed=False)
     s.root_post(ALICE, "r")
     await s.turn("q0", reply=None)
     late = s.thread.reply(s.root, BOT, "late reply of turn 0")
@@ -409,7 +409,7 @@ async def test_tombstones_and_echo_rows_never_delivered(tmp_path):
 
 
 async def test_dead_cursor_reseeds_once(tmp_path):
-    s = Sim(tmp_path, retained=False)
+    s = Sim(tmp_path, streamed=False)
     s.root_post(CAROL, "r")
     await s.turn("q0")
     s.thread.forget_cursors()
@@ -560,7 +560,7 @@ def test_plan_read_table():
         "fresh": False,
         "trigger_is_root": False,
         "trigger_has_replies": False,
-        "retained": True,
+        "streamed": True,
         "covered": True,
         "dirty": False,
         "pending": False,
@@ -568,7 +568,7 @@ def test_plan_read_table():
     }
     assert plan_read(**kw) == F.ReadPlan(False, "quiet")
     assert plan_read(**{**kw, "dirty": True}) == F.ReadPlan(True, "anchored", 22, "tl:c")
-    assert plan_read(**{**kw, "retained": False}).read
+    assert plan_read(**{**kw, "streamed": False}).read
     assert plan_read(**{**kw, "covered": False}).read
     assert plan_read(**{**kw, "pending": True}).read
     assert plan_read(**{**kw, "held_count": 101}).read
@@ -781,7 +781,7 @@ async def _behind(tmp_path, missed: str, **kw) -> Sim:
 async def _turn_on(s: Sim, trigger: ChattoMessage, *, reply: str | None = "ok") -> str | None:
     """``block_for_turn`` for a trigger that is already posted (and observed), then the
     agent's reply like :meth:`Sim.turn`."""
-    block = await s.f.block_for_turn(s.key, s.session_id, trigger, s.retained)
+    block = await s.f.block_for_turn(s.key, s.session_id, trigger, s.streamed)
     if reply is not None:
         r = s.thread.reply(s.root, BOT, f"{reply} ({trigger.body})")
         s._observe(r)
@@ -789,12 +789,12 @@ async def _turn_on(s: Sim, trigger: ChattoMessage, *, reply: str | None = "ok") 
     return block
 
 
-@pytest.mark.parametrize("retained", [True, False])
-async def test_block_never_holds_messages_posted_after_its_trigger(tmp_path, retained):
+@pytest.mark.parametrize("streamed", [True, False])
+async def test_block_never_holds_messages_posted_after_its_trigger(tmp_path, streamed):
     """Repro: the session is behind (a message realtime missed), A and B are posted quickly
     and both become turns. A's block has the missed message but not B (B is its own turn);
     B's block repeats nothing. Before the fix A's block quoted B and the agent saw B twice."""
-    s = await _behind(tmp_path, "missed by realtime", retained=retained)
+    s = await _behind(tmp_path, "missed by realtime", streamed=streamed)
     a = s.post(ALICE, "A question")
     b = s.post(CAROL, "B question")
     blk_a = await _turn_on(s, a)
@@ -803,7 +803,7 @@ async def test_block_never_holds_messages_posted_after_its_trigger(tmp_path, ret
     blk_b = await _turn_on(s, b)
     assert blk_b is None
     assert s.f.snapshot(s.key)["unseen"] == []
-    if retained:
+    if streamed:
         # B's predecessors were all held: no read for B; the next turn is quiet as well
         reads = s.reads
         assert await s.turn("q2") is None
@@ -833,7 +833,7 @@ async def test_cursor_catches_up_in_a_burst_without_growing_held(tmp_path):
     """A burst whose messages are all turns, each block computed while later ones already
     exist: no block repeats anything, each message is delivered or a trigger exactly once,
     and reads that stop at the trigger (``reach``) keep ``held`` small."""
-    s = Sim(tmp_path, retained=False)  # every turn reads: the hardest case
+    s = Sim(tmp_path, streamed=False)  # every turn reads: the hardest case
     s.root_post(ALICE, "r")
     await s.turn("q0")
     posted = []

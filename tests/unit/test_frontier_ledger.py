@@ -152,7 +152,7 @@ def test_apply_page_moves_the_view_and_keeps_owed_held():
     d = Delivery(
         messages=(), cursor="tl:e", held=("T1",), more_pending=False, page_ids=frozenset({"E5", "T1"}), complete=True
     )
-    v.apply_page(d, added=["R1"], owed=["O1"], retained=True, unseen_before={"E9"}, positions=({}, None))
+    v.apply_page(d, added=["R1"], owed=["O1"], streamed=True, unseen_before={"E9"}, positions=({}, None))
     assert v.cursor == "tl:e" and list(v.held) == ["T1", "R1", "O1"] and v.covered and not v.pending
     assert v.unseen == set() and v.problems() == []
 

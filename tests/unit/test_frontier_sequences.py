@@ -34,7 +34,7 @@ async def run_seq(
     p_ooo=0.3,
     p_restart=0.08,
     p_gap=0.1,
-    retained=True,
+    streamed=True,
     steps=40,
     p_silent=0.0,
     p_delete=0.0,
@@ -42,7 +42,7 @@ async def run_seq(
     p_command=0.0,
 ):
     rnd = random.Random(seed)
-    s = Sim(tmp_path / f"s{seed}", window=window, max_bytes=max_bytes, retained=retained)
+    s = Sim(tmp_path / f"s{seed}", window=window, max_bytes=max_bytes, streamed=streamed)
     s.root_post(ALICE, "root")
     n = 0
     queue = []  # (trigger msg, block)
@@ -66,7 +66,7 @@ async def run_seq(
         m = s.thread.reply(s.root, ALICE, body)
         s._observe(m)
         expected.add(m.body)
-        return m, await s.f.block_for_turn(s.key, "S1", m, s.retained)
+        return m, await s.f.block_for_turn(s.key, "S1", m, s.streamed)
 
     async def enqueue(body):
         m, blk = await ingress(body)
@@ -184,7 +184,7 @@ CONFIGS = {
     "defaults": {},
     "window2": {"window": 2},
     "small_blocks": {"max_bytes": 1024},
-    "unretained": {"retained": False},
+    "unstreamed": {"streamed": False},
     "many_failures_out_of_order": {"p_fail": 0.4, "p_ooo": 0.6},
     "many_restarts_and_deletes": {"p_restart": 0.2, "p_delete": 0.1},
     "silent_turns": {"p_silent": 0.2},

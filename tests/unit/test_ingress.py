@@ -87,11 +87,9 @@ def test_dedupe_by_event_id_and_bounded():
 # step 4 ------------------------------------------------------------------------------
 
 
-def test_skip_echo_tombstone_root_refresh_empty():
+def test_skip_echo_tombstone_empty():
     assert skip_reason(msg(echo_of_event_id="E0")) == "echo_row"
     assert skip_reason(msg(deleted_at=1.0, body=None)) == "tombstone"
-    assert skip_reason(msg("ROOT"), projection_id="E5") == "thread_root_refresh"
-    assert skip_reason(msg("E5"), projection_id="E5") is None
     assert skip_reason(msg(body="  \n ")) == "no_body"
     assert skip_reason(msg(body="", attachment_names=("a.png",))) is None
     assert decide(msg(echo_of_event_id="E0", body="@helper_bot"), CHAN, SeenSet()).reason == "echo_row"
