@@ -129,6 +129,8 @@ class GapRecovery:
         self._clock = clock
         self.horizon_s = float(getattr(conn.settings, "recovery_horizon_s", DEFAULT_HORIZON_S) or 0.0)
         self.task: asyncio.Task[None] | None = None
+        #: a gap noticed while a recovery ran: the point from which to run once more
+        self._again: float | None = None
 
     def realtime_gap(self) -> None:
         """Tell the frontier that realtime did not watch every room: each session's next turn
@@ -149,12 +151,20 @@ class GapRecovery:
         now = self._clock()
         since = max(last_at - MARGIN_S, now - self.horizon_s)
         if self.task is not None and not self.task.done():
-            return  # one at a time; the running one covers this gap too (its since is older)
+            # one at a time: the running recovery may have read its notifications before this
+            # gap's messages were posted, so another pass follows it (from the older point)
+            self._again = since if self._again is None else min(self._again, since)
+            return
         self.task = asyncio.ensure_future(self._run(since))
 
     async def _run(self, since: float) -> None:
-        with self._boundary.guard("gap.recover"):
-            await self.recover(since)
+        while True:
+            with self._boundary.guard("gap.recover"):
+                await self.recover(since)
+            again, self._again = self._again, None
+            if again is None:
+                return
+            since = again
 
     async def recover(self, since: float) -> int:
         """Read and answer what was posted since ``since`` (epoch seconds); returns the turns

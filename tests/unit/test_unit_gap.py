@@ -181,3 +181,33 @@ def test_a_followed_thread_notice_makes_a_plain_reply_there_the_threads_turn():
     g._join = joined.append
     asyncio.run(g.recover(NOW - 3600))
     assert [str(k.root_id) for k in joined] == ["Eroot"]
+
+
+def test_a_gap_noticed_while_a_recovery_runs_gets_a_pass_of_its_own():
+    """Two gaps in a row (an RBAC resync, then an expired cursor): the second ``caught_up``
+    arrives while the first recovery still reads. Its messages may have been posted after the
+    first pass read the notifications, so a second pass runs (found by the fault suite: a
+    mention posted during the second gap was never answered)."""
+    client = Client([], [])
+    conn, g, got, gaps = _gap(client)
+    passes = []
+    release = asyncio.Event()
+
+    async def recover(since):
+        passes.append(since)
+        if len(passes) == 1:
+            await release.wait()
+        return 0
+
+    g.recover = recover
+
+    async def run():
+        g.caught_up("snapshot", NOW - 100)
+        await asyncio.sleep(0)
+        g.caught_up("snapshot", NOW - 50)
+        g.caught_up("live_only", NOW - 70)
+        release.set()
+        await g.task
+
+    asyncio.run(run())
+    assert passes == [NOW - 100 - G.MARGIN_S, NOW - 70 - G.MARGIN_S]
