@@ -381,10 +381,11 @@ class SeenStore:
                 pass
 
 
-#: A realtime resume cursor is valid for 24 h after issue (``realtimeCursorLifetime``,
-#: Chatto's cli/internal/core/realtime_replay.go); an older stored one is not sent (the server
-#: would reset anyway).
-RESUME_CURSOR_MAX_AGE = 24 * 3600.0
+#: A protocol-4 resume cursor is valid for 15 minutes after issue (Chatto's
+#: cli/internal/core/realtime_replay.go, docs/chatto-0.5.md §1.3); an older stored one is not
+#: sent: the server would reset anyway, and a stale-cursor subscribe spends its scarce metered
+#: catch-up budget (3, then 1 per 20 s).
+RESUME_CURSOR_MAX_AGE = 15 * 60.0
 
 
 class ResumeCursorStore:
@@ -392,7 +393,8 @@ class ResumeCursorStore:
 
     Opaque base64url strings from ``caught_up.cursor`` / ``projection_event.resume_cursor``
     (proto ``chatto.realtime.v1``). :meth:`load` returns ``None`` for a cursor older than
-    :data:`RESUME_CURSOR_MAX_AGE` seconds. Synchronous single-row statements; thread-safe;
+    :data:`RESUME_CURSOR_MAX_AGE` seconds; :meth:`load_entry` still returns when it was stored
+    (gap recovery reads back to then, however long ago). Synchronous single-row statements; thread-safe;
     callers on the event loop use ``asyncio.to_thread``.
     """
 
@@ -402,14 +404,17 @@ class ResumeCursorStore:
         self._conn = _connect(self.path)
 
     def load(self, bot_user_id: str, *, now: float | None = None) -> str | None:
-        """The stored cursor for ``bot_user_id`` if younger than 24 h, else ``None``."""
+        """The stored cursor for ``bot_user_id`` if it can still resume (younger than
+        :data:`RESUME_CURSOR_MAX_AGE`), else ``None``."""
         entry = self.load_entry(bot_user_id, now=now)
-        return entry[0] if entry is not None else None
+        return entry[0] or None if entry is not None else None
 
     def load_entry(self, bot_user_id: str, *, now: float | None = None) -> tuple[str, float] | None:
-        """``(cursor, saved_at)`` for ``bot_user_id`` if younger than 24 h, else ``None``.
+        """``(cursor, saved_at)`` for ``bot_user_id``, ``None`` when nothing was stored.
         ``saved_at`` is epoch seconds (this machine's clock): the last gateway had handled
-        every event up to the cursor by then."""
+        every event up to the cursor by then. ``cursor`` is ``""`` when it is older than
+        :data:`RESUME_CURSOR_MAX_AGE` (it can no longer resume; ``saved_at`` still tells gap
+        recovery where to read back to)."""
         with self._lock:
             row = self._conn.execute(
                 "SELECT cursor, updated_at FROM realtime_cursor WHERE bot_user_id = ?", (bot_user_id,)
@@ -417,9 +422,9 @@ class ResumeCursorStore:
         if row is None:
             return None
         cursor, updated_at = row
-        if not cursor or (now if now is not None else time.time()) - float(updated_at) > RESUME_CURSOR_MAX_AGE:
-            return None
-        return str(cursor), float(updated_at)
+        if (now if now is not None else time.time()) - float(updated_at) > RESUME_CURSOR_MAX_AGE:
+            cursor = ""
+        return str(cursor or ""), float(updated_at)
 
     def save(self, bot_user_id: str, cursor: str, *, now: float | None = None) -> None:
         """Store ``cursor`` (ignored when empty)."""

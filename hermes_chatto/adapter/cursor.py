@@ -56,8 +56,8 @@ class CursorKeeper:
 
     async def open(self) -> None:
         """On connect: open the store (once) and, on the first connect of this process,
-        load the cursor the last gateway stored — the server then replays the missed facts
-        as live events (< 24 h), so what was sent while it was down reaches ingress."""
+        load the cursor the last gateway stored — within Chatto's 15-minute resume window the
+        server replays the missed events; after a longer gap :mod:`.gap` recovers them."""
         if self._store is None:
             self._store = make_cursor_store()
         bot = self._conn.bot_user_id
@@ -68,7 +68,7 @@ class CursorKeeper:
                 logger.debug("Chatto: could not load the resume cursor", exc_info=True)
                 entry = None
             if entry is not None:
-                self.cursor, self.loaded_at = entry
+                self.cursor, self.loaded_at = entry[0] or None, entry[1]
             self._saved = self.cursor
 
     @property

@@ -22,9 +22,12 @@ conversation (a DM, a channel thread, a channel root) and each conversation gets
 turn: its newest message that ingress dispatches. The older ones are marked seen; in a thread
 they reach the turn through the frontier's ``[Earlier in this thread]`` block (realtime did
 not watch the thread, so its next turn reads it anchored: nothing skipped, nothing repeated);
-in a DM they are put in the turn's context as the same inert block. At most
-:data:`MAX_RECOVERY_TURNS` conversations are answered, oldest first; a WARNING names what
-was left. Reads are counted in ``recovery_reads``, turns in ``gap_recovered``.
+in a DM they are put in the turn's context as the same inert block. The newest
+:data:`MAX_RECOVERY_TURNS_PER_ROOM` conversations per room (:data:`MAX_RECOVERY_TURNS` in all)
+are answered, oldest first; a WARNING names what was left. Reads are counted in
+``recovery_reads``, turns in ``gap_recovered``. Messages the server *replayed* on a resume get
+the same one-turn-per-conversation treatment (:meth:`GapRecovery.replayed`, counted in
+``replay_collapsed``), without reads.
 """
 
 from __future__ import annotations

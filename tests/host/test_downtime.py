@@ -103,3 +103,32 @@ async def test_messages_posted_while_the_gateway_was_down_are_handled_once(gatew
     await idle(gw3, turns=1, timeout=60)
     assert [c.message for c in gw3.agent.calls][-1].endswith("after the restarts")
     assert len(gw3.agent.calls) == 1, [c.message[-60:] for c in gw3.agent.calls]
+
+
+async def test_a_gateway_down_for_days_by_its_own_clock_still_recovers(gateway, chatto_world):
+    """The stored cursor's age is measured on this machine: after two days it can no longer
+    resume (Chatto's cursors live 15 minutes, so it is not even sent) but when it was stored
+    still tells gap recovery where to read back to. (Before protocol 4 a cursor older than
+    24 h was dropped whole, and with it the point to recover from: nothing was answered.)"""
+    import time
+
+    from hermes_chatto.store import ResumeCursorStore
+
+    gw = await gateway()
+    w, ids = gw.world, gw.ids
+    await _open_thread(gw)
+    await gw.stop()
+    store = ResumeCursorStore()
+    try:
+        cursor = store.load_entry(ids["bot"])
+        assert cursor is not None and cursor[0]
+        store.save(ids["bot"], cursor[0], now=time.time() - 2 * 86400)  # as if stored two days ago
+    finally:
+        store.close()
+    missed = w.post(ids["alice"], ids["general"], "@helper_bot after two days: status?")
+    n = len(w.catchups)
+    gw2 = await gateway()
+    await idle(gw2, turns=1, timeout=60)
+    assert [c.message for c in gw2.agent.calls][0].endswith(missed.body)
+    assert gw2.adapter.stats.get("gap_recovered", 0) == 1
+    assert [c.reason for c in w.catchups[n:] if c.user_id == ids["bot"]] == ["no_cursor"]

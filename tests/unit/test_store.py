@@ -65,13 +65,15 @@ def test_seen_set_is_bounded_oldest_first(tmp_path):
     assert "E24" in again and "E0" not in again
 
 
-def test_resume_cursor_roundtrip_and_24h_expiry(tmp_path):
+def test_resume_cursor_roundtrip_and_15_minute_expiry(tmp_path):
     p = tmp_path / "state.sqlite3"
     c = ResumeCursorStore(p)
     assert c.load("UBOT") is None
     c.save("UBOT", "cursor-1", now=1000.0)
-    assert c.load("UBOT", now=1000.0 + 3600) == "cursor-1"
-    assert c.load("UBOT", now=1000.0 + 25 * 3600) is None  # Chatto cursors live 24 h
-    c.save("UBOT", "", now=2000.0)  # empty cursors are never stored
-    assert c.load("UBOT", now=2000.0) == "cursor-1"
+    assert c.load("UBOT", now=1000.0 + 600) == "cursor-1"
+    assert c.load("UBOT", now=1000.0 + 3600) is None  # Chatto 0.5 cursors live 15 minutes
+    # ... but when it was stored still counts: gap recovery reads back to then
+    assert c.load_entry("UBOT", now=1000.0 + 30 * 86400) == ("", 1000.0)
+    c.save("UBOT", "", now=1500.0)  # empty cursors are never stored
+    assert c.load("UBOT", now=1500.0) == "cursor-1"
     assert c.load("UOTHER", now=2000.0) is None
