@@ -127,10 +127,7 @@ class Inbound:
             await self._on_edited(ev)
         elif isinstance(ev, E.Snapshot):
             self._users.fill(ev.users)
-            for room in ev.rooms:
-                if room.is_member or room.is_dm:
-                    self._rooms.rooms[room.id] = room
-                    self._rooms.check_permissions(room)
+            self._rooms.snapshot(ev.rooms)
             if ev.server_version:
                 self._conn.server_version = ev.server_version
         elif isinstance(ev, E.CaughtUp):

@@ -55,6 +55,20 @@ class RoomDirectory:
         for room in self.rooms.values():
             self.check_permissions(room)
 
+    def snapshot(self, rooms: Iterable[ChattoRoom]) -> None:
+        """The realtime ``snapshot``'s rooms (with the bot's current viewer state): member rooms
+        and DMs are taken as they are, rooms it no longer belongs to are forgotten."""
+        fresh = {r.id: r for r in rooms if r.is_member or r.is_dm}
+        if not fresh:
+            return  # an empty snapshot (a server that sends none): keep what ListRooms gave
+        for rid in set(self.rooms) - set(fresh):
+            self.remove(rid)
+        for room in fresh.values():
+            self.rooms[room.id] = room
+            self.stale.discard(room.id)
+            self.check_permissions(room)
+        self._resolve_free()
+
     def check_permissions(self, room: ChattoRoom) -> None:
         """Log one WARNING when ``room`` newly lacks a permission the adapter needs (see
         :mod:`~hermes_chatto.adapter.permissions`); rooms with everything stay quiet."""

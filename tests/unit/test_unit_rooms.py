@@ -69,3 +69,18 @@ def test_find_member_room_by_id_or_unique_name():
     assert find_member_room(rooms, "R1").id == "R1"
     assert find_member_room(rooms, "#general").id == "R1"
     assert find_member_room(rooms, "dup") is None and find_member_room(rooms, "outside") is None
+
+
+def test_a_snapshot_replaces_the_rooms_and_forgets_those_the_bot_left():
+    d = _dir(free=["b"])
+    d.reset([ChattoRoom(id="Ra", kind="channel", name="a", is_member=True)])
+    d.changed("Ra")
+    d.snapshot(
+        [
+            ChattoRoom(id="Rb", kind="channel", name="b", is_member=True),
+            ChattoRoom(id="Rx", kind="channel", name="x", is_member=False),
+        ]
+    )
+    assert set(d.rooms) == {"Rb"} and d.free == {"Rb"} and not d.stale
+    d.snapshot([])  # no rooms at all: nothing is forgotten on that word alone
+    assert set(d.rooms) == {"Rb"}
