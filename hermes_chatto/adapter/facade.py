@@ -142,6 +142,7 @@ class ChattoAdapter(_Base):
             dispatches=self.inbound.would_dispatch,
             render=render_earlier(conn),
             join=self.threads.join,
+            author=self.users.fetch,
         )
         self.edits = EditReplacement(
             self,

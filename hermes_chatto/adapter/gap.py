@@ -41,7 +41,7 @@ from typing import Any
 from ..logs import get_logger
 from ..wire.errors import ChattoError, ChattoNotFound
 from ..wire.notices import MessageNotice
-from ..wire.types import ChattoMessage, ThreadKey
+from ..wire.types import ChattoMessage, ChattoUser, ThreadKey
 from .boundary import ErrorBoundary
 from .conn import Conn
 from .rooms import RoomDirectory
@@ -85,14 +85,27 @@ Join = Callable[[ThreadKey], None]
 Render = Callable[[list[ChattoMessage]], str | None]
 
 
+async def _no_author(user_id: str) -> ChattoUser | None:
+    return None
+
+
 def render_earlier(conn: Conn) -> Render:
-    """The inert block of a DM's earlier messages (the frontier's renderer, its byte bound)."""
+    """The inert block of a DM's earlier messages: the frontier's renderer, its byte bound and
+    its window (``thread_context_window`` messages, the newest; a note counts the older ones;
+    0 = no block)."""
     from ..frontier.render import render_block
 
     def render(messages: list[ChattoMessage]) -> str | None:
         s = conn.settings
+        window = int(getattr(s, "thread_context_window", 20))
+        if window <= 0:
+            return None
+        shown = messages[-window:]
         max_bytes = int(getattr(s, "thread_context_max_bytes", 8000))
-        return render_block(messages, bot_user_id=conn.bot_user_id, max_bytes=max_bytes) or None
+        text = render_block(
+            shown, bot_user_id=conn.bot_user_id, max_bytes=max_bytes, older_omitted=len(messages) - len(shown)
+        )
+        return text or None
 
     return render
 
@@ -120,6 +133,7 @@ class GapRecovery:
         dispatches: Callable[[ChattoMessage], Awaitable[bool]],
         render: Render,
         join: Join = lambda key: None,
+        author: Callable[[str], Awaitable[ChattoUser | None]] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._conn = conn
@@ -129,6 +143,7 @@ class GapRecovery:
         self._dispatches = dispatches
         self._render = render
         self._join = join
+        self._author = author or _no_author
         self._clock = clock
         self.horizon_s = float(getattr(conn.settings, "recovery_horizon_s", DEFAULT_HORIZON_S) or 0.0)
         self.task: asyncio.Task[None] | None = None
@@ -287,13 +302,21 @@ class GapRecovery:
                     seen.add(m.event_id)
             context = None
             if earlier and self._rooms.is_dm(chosen.room_id):
-                context = self._render(earlier)
+                context = self._render([await self._with_author(m) for m in earlier])
             self._conn.counters["replay_collapsed" if thin else "gap_recovered"] += 1
             self._conn.counters["replay_merged" if thin else "gap_merged"] += len(earlier)
             await self._ingest(chosen, thin=thin, context=context)
         if turns and not thin:
             logger.info("Chatto: recovered %d conversations since the gap", len(turns))
         return len(turns)
+
+    async def _with_author(self, msg: ChattoMessage) -> ChattoMessage:
+        """``msg`` with its author (the user directory, read once per author): a replayed
+        message names its author only by id, and the block shows names."""
+        if msg.author is not None or not msg.author_id:
+            return msg
+        author = await self._author(msg.author_id)
+        return msg if author is None else replace(msg, author=author)
 
     def _capped(
         self, turns: list[tuple[ChattoMessage, list[ChattoMessage]]]

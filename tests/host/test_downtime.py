@@ -93,6 +93,8 @@ async def test_messages_posted_while_the_gateway_was_down_are_handled_once(gatew
     assert "step one is done" in thread_turn.message and "step two failed" in thread_turn.message
     dm_turn = next(c for c in calls if c.message.endswith(down["dm"][-1].body))
     assert "are you there?" in dm_turn.message
+    block = dm_turn.message.split("[New message]")[0]
+    assert "Alice" in block and ids["alice"] not in block, block  # the author by name, not by id
     # every answer landed where a person looks for it
     await wait_for(lambda: len(bot_replies(gw2, ids["general"], root)) >= 2, what="the thread's answer")
     await gw2.stop()
