@@ -31,7 +31,18 @@ the two connections (and a second process of the same profile, e.g. ``hermes sen
 not block each other for long.
 
 Errors: ``sqlite3.Error`` (``OSError`` when the directory cannot be created) propagates
-from the constructors; the frontier treats a failing store as "memory only".
+from the constructors and from the writes; the frontier treats a failing store as "memory
+only".
+
+A **damaged** file (SQLite says ``SQLITE_CORRUPT`` / ``SQLITE_NOTADB``, or ``PRAGMA
+quick_check`` finds a fault, checked once per path per process when it is first opened) is
+moved aside to ``state.sqlite3.corrupt-<UTC time>`` (its ``-wal`` / ``-shm`` with it) and a
+fresh file is created in its place, with one WARNING naming both files and what was lost
+(:func:`set_aside`). A **failed write** (a full disk: ``database or disk is full``, an I/O
+error) is a WARNING once per kind (seen-set, resume cursor, frontier, in-flight turn) until a
+write of that kind works again, which is said once at INFO (:class:`WriteHealth`); the
+WARNING names the file, the error and what the plugin does about it. The failed write still
+raises to its caller.
 """
 
 from __future__ import annotations
@@ -45,6 +56,10 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .logs import get_logger
+
+logger = get_logger(__name__)
 
 #: File name under ``<hermes_home>/chatto/``.
 STATE_FILENAME = "state.sqlite3"
@@ -101,20 +116,158 @@ def state_path(home: str | os.PathLike[str] | None = None) -> Path:
     return Path(home).expanduser() / "chatto" / STATE_FILENAME
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+class StateFileDamaged(sqlite3.DatabaseError):
+    """``PRAGMA quick_check`` found a fault in the state file."""
+
+
+#: ``sqlite_errorname`` prefixes that mean the file itself is damaged (not busy, not full).
+_DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+
+#: Paths already checked (``PRAGMA quick_check``) by this process: the four stores open the
+#: same file; it is checked once.
+_checked: set[Path] = set()
+_checked_lock = threading.Lock()
+
+
+def is_damaged(exc: BaseException) -> bool:
+    """Whether ``exc`` says the state file is damaged (corrupt, truncated, not a database),
+    as opposed to busy, full or unreadable."""
+    if isinstance(exc, StateFileDamaged):
+        return True
+    name = str(getattr(exc, "sqlite_errorname", "") or "")
+    if name:
+        return name.startswith(_DAMAGED)
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text)
+
+
+def _open(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), timeout=10.0, check_same_thread=False, isolation_level=None)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-    except sqlite3.DatabaseError:  # e.g. a filesystem without shared memory: keep the default journal
-        pass
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA cache_size=-256")  # KiB: small rows, tiny working set; keeps RSS flat
-    conn.executescript(_SCHEMA)
-    cols = {r[1] for r in conn.execute("PRAGMA table_info(frontier)")}
-    if "owed" not in cols:  # a state file written before the column existed
-        conn.execute("ALTER TABLE frontier ADD COLUMN owed TEXT NOT NULL DEFAULT '[]'")
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.DatabaseError as exc:  # e.g. a filesystem without shared memory: keep the default journal
+            if is_damaged(exc):
+                raise
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA cache_size=-256")  # KiB: small rows, tiny working set; keeps RSS flat
+        key = path.resolve()
+        with _checked_lock:
+            fresh = key not in _checked
+        if fresh:
+            verdict = [str(r[0]) for r in conn.execute("PRAGMA quick_check(3)").fetchall()]
+            if verdict != ["ok"]:
+                raise StateFileDamaged("; ".join(verdict) or "quick_check gave no answer")
+        conn.executescript(_SCHEMA)
+        cols = {r[1] for r in conn.execute("PRAGMA table_info(frontier)")}
+        if "owed" not in cols:  # a state file written before the column existed
+            conn.execute("ALTER TABLE frontier ADD COLUMN owed TEXT NOT NULL DEFAULT '[]'")
+        if fresh:
+            with _checked_lock:
+                _checked.add(key)
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def set_aside(path: Path, exc: BaseException, *, now: float | None = None) -> Path:
+    """Move the damaged state file ``path`` (and its ``-wal`` / ``-shm``) to
+    ``<path>.corrupt-<UTC time>`` and log one WARNING naming both files, the fault and what
+    is lost with it. Returns the new path. ``now``: epoch seconds (default: the clock)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now if now is not None else time.time()))
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while aside.exists():  # two in one second: keep both
+        n += 1
+        aside = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+    os.replace(path, aside)
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            os.replace(side, aside.with_name(aside.name + suffix))
+    logger.warning(
+        "Chatto: the state file %s is damaged (%s); moved it aside to %s and started a fresh one. "
+        "Lost with it: the resume point (messages posted while the gateway was down are not "
+        "recovered this time; from now on they are), which messages were already handled, each "
+        "thread's frontier (a thread's next turn may quote messages its session already saw) and the "
+        "record of a turn interrupted by a crash",
+        path,
+        exc,
+        aside,
+    )
+    return aside
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """Open ``path`` (schema created, upgraded); a damaged file is set aside and a fresh one
+    opened (:func:`set_aside`). Other errors propagate."""
+    try:
+        return _open(path)
+    except sqlite3.DatabaseError as exc:
+        if not is_damaged(exc) or not path.exists():
+            raise
+        set_aside(path, exc)
+    with _checked_lock:
+        _checked.discard(path.resolve())
+    return _open(path)
+
+
+class WriteHealth:
+    """Says once that writes of one ``kind`` to ``path`` fail, and once that they work again.
+
+    :meth:`failed` logs a WARNING the first time a write fails after it last worked (naming
+    the file, the error and ``consequence``: what the plugin does about it); later failures
+    are DEBUG. :meth:`ok` after a failure logs one INFO line. Thread-safe."""
+
+    def __init__(self, kind: str, path: Path, consequence: str) -> None:
+        self.kind, self.path, self.consequence = kind, path, consequence
+        #: whether the last write of this kind failed
+        self.failing = False
+        #: failed writes since the store opened
+        self.failures = 0
+        self._lock = threading.Lock()
+
+    def failed(self, exc: BaseException) -> None:
+        """A write of this kind raised ``exc``."""
+        with self._lock:
+            self.failures += 1
+            first, self.failing = not self.failing, True
+        if first:
+            logger.warning(
+                "Chatto: could not write the %s to %s (%s: %s); %s",
+                self.kind,
+                self.path,
+                getattr(exc, "sqlite_errorname", None) or type(exc).__name__,
+                exc,
+                self.consequence,
+            )
+        else:
+            logger.debug("Chatto: writing the %s to %s still fails (%s)", self.kind, self.path, exc)
+
+    def ok(self) -> None:
+        """A write of this kind worked."""
+        if not self.failing:
+            return
+        with self._lock:
+            was, self.failing = self.failing, False
+        if was:
+            logger.info("Chatto: writing the %s to %s works again", self.kind, self.path)
+
+
+#: What the plugin does when a write of each kind fails (the WARNING's last part).
+SEEN_FAILED = (
+    "the ids stay queued in memory and are written when it works again; until then a message for "
+    "the bot waits unanswered (answered now, it would be answered again after a restart) and the "
+    "resume cursor is not moved past it"
+)
+CURSOR_FAILED = "the stored resume cursor stays at the last point that was written: a restart resumes from there"
+FRONTIER_FAILED = (
+    "thread context is kept in memory and each thread's row is written whole by its next turn; a "
+    "restart before that may quote messages a thread's session already saw"
+)
+INFLIGHT_FAILED = "a turn interrupted by a crash before it works again may not run again after the restart"
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,8 +314,20 @@ class FrontierStore:
         self.path = Path(path) if path is not None else state_path()
         self._lock = threading.Lock()
         self._conn = _connect(self.path)
+        self.health = WriteHealth("thread frontier", self.path, FRONTIER_FAILED)
         if max_age is not None:
             self.prune(time.time() - float(max_age))
+
+    def _write(self, sql: str, args: tuple[object, ...]) -> sqlite3.Cursor:
+        """One write statement; a failure is reported (:class:`WriteHealth`) and raised."""
+        with self._lock:
+            try:
+                cur = self._conn.execute(sql, args)
+            except sqlite3.Error as exc:
+                self.health.failed(exc)
+                raise
+        self.health.ok()
+        return cur
 
     def load(self, session_key: str) -> FrontierRow | None:
         """The row for ``session_key`` or ``None``. A row whose ``held`` / ``owed`` column is
@@ -190,29 +355,27 @@ class FrontierStore:
     def save(self, row: FrontierRow) -> None:
         """Insert or replace the row of ``row.session_key`` (``updated_at`` = now if 0)."""
         updated = row.updated_at or time.time()
-        with self._lock:
-            self._conn.execute(
-                "INSERT INTO frontier (session_key, session_id, room_id, root_id, cursor, held, updated_at, owed) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT(session_key) DO UPDATE SET session_id=excluded.session_id, "
-                "room_id=excluded.room_id, root_id=excluded.root_id, cursor=excluded.cursor, "
-                "held=excluded.held, updated_at=excluded.updated_at, owed=excluded.owed",
-                (
-                    row.session_key,
-                    row.session_id,
-                    row.room_id,
-                    row.root_id,
-                    row.cursor or None,
-                    json.dumps(list(row.held), separators=(",", ":")),
-                    updated,
-                    json.dumps(list(row.owed), separators=(",", ":")),
-                ),
-            )
+        self._write(
+            "INSERT INTO frontier (session_key, session_id, room_id, root_id, cursor, held, updated_at, owed) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(session_key) DO UPDATE SET session_id=excluded.session_id, "
+            "room_id=excluded.room_id, root_id=excluded.root_id, cursor=excluded.cursor, "
+            "held=excluded.held, updated_at=excluded.updated_at, owed=excluded.owed",
+            (
+                row.session_key,
+                row.session_id,
+                row.room_id,
+                row.root_id,
+                row.cursor or None,
+                json.dumps(list(row.held), separators=(",", ":")),
+                updated,
+                json.dumps(list(row.owed), separators=(",", ":")),
+            ),
+        )
 
     def delete(self, session_key: str) -> None:
         """Remove the row of ``session_key`` (no error when absent)."""
-        with self._lock:
-            self._conn.execute("DELETE FROM frontier WHERE session_key = ?", (session_key,))
+        self._write("DELETE FROM frontier WHERE session_key = ?", (session_key,))
 
     def count(self) -> int:
         """Number of rows."""
@@ -221,9 +384,8 @@ class FrontierStore:
 
     def prune(self, older_than: float) -> int:
         """Delete rows not updated since ``older_than`` (epoch seconds); returns the count."""
-        with self._lock:
-            cur = self._conn.execute("DELETE FROM frontier WHERE updated_at < ?", (older_than,))
-            return int(cur.rowcount or 0)
+        cur = self._write("DELETE FROM frontier WHERE updated_at < ?", (older_than,))
+        return int(cur.rowcount or 0)
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
@@ -258,6 +420,7 @@ class SeenStore:
         self._slack = max(1, self.limit // 10)
         self._lock = threading.Lock()
         self._conn = _connect(self.path)
+        self.health = WriteHealth("seen-set", self.path, SEEN_FAILED)
         rows = self._conn.execute("SELECT event_id FROM seen ORDER BY seq DESC LIMIT ?", (self.limit,)).fetchall()
         ids = [r[0] for r in reversed(rows)]
         self._mem: set[str] = set(ids)
@@ -315,7 +478,8 @@ class SeenStore:
 
     def _write(self, pending: list[str]) -> int:
         """The writer thread: insert ``pending`` in one transaction, prune past the limit. On
-        ``sqlite3.Error`` the ids go back to the front of the queue (the next flush retries)."""
+        ``sqlite3.Error`` the ids go back to the front of the queue (the next flush retries) and
+        the failure is reported (:class:`WriteHealth`: a WARNING the first time)."""
         with self._write_lock:
             inserted = 0
             now = time.time()
@@ -333,18 +497,33 @@ class SeenStore:
                     )
                     inserted += max(0, cur.rowcount)
                 conn.execute("COMMIT")
-            except sqlite3.Error:
+            except sqlite3.Error as exc:
                 try:
                     conn.execute("ROLLBACK")
                 except sqlite3.Error:
                     pass
                 with self._lock:
                     self._pending = pending + self._pending
+                self.health.failed(exc)
                 raise
+            self.health.ok()
             self._count += inserted
             if self._count > self.limit + self._slack:
                 self._prune_locked()
             return len(pending)
+
+    def discard(self, event_id: str) -> None:
+        """Forget ``event_id`` if it is not written yet (memory and queue); an id already on
+        disk stays. For a message whose turn never ran: a restart must not skip it."""
+        with self._lock:
+            if event_id not in self._pending:
+                return
+            self._pending.remove(event_id)
+            self._mem.discard(event_id)
+            try:
+                self._order.remove(event_id)
+            except ValueError:
+                pass
 
     def contains(self, event_id: str) -> bool:
         """Whether ``event_id`` is remembered (memory only; the table mirrors it)."""
@@ -402,6 +581,7 @@ class ResumeCursorStore:
         self.path = Path(path) if path is not None else state_path()
         self._lock = threading.Lock()
         self._conn = _connect(self.path)
+        self.health = WriteHealth("resume cursor", self.path, CURSOR_FAILED)
 
     def load(self, bot_user_id: str, *, now: float | None = None) -> str | None:
         """The stored cursor for ``bot_user_id`` if it can still resume (younger than
@@ -427,15 +607,21 @@ class ResumeCursorStore:
         return str(cursor or ""), float(updated_at)
 
     def save(self, bot_user_id: str, cursor: str, *, now: float | None = None) -> None:
-        """Store ``cursor`` (ignored when empty)."""
+        """Store ``cursor`` (ignored when empty). A failed write is reported
+        (:class:`WriteHealth`) and raised."""
         if not bot_user_id or not cursor:
             return
         with self._lock:
-            self._conn.execute(
-                "INSERT INTO realtime_cursor (bot_user_id, cursor, updated_at) VALUES (?, ?, ?) "
-                "ON CONFLICT(bot_user_id) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at",
-                (bot_user_id, cursor, now if now is not None else time.time()),
-            )
+            try:
+                self._conn.execute(
+                    "INSERT INTO realtime_cursor (bot_user_id, cursor, updated_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT(bot_user_id) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at",
+                    (bot_user_id, cursor, now if now is not None else time.time()),
+                )
+            except sqlite3.Error as exc:
+                self.health.failed(exc)
+                raise
+        self.health.ok()
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
@@ -459,16 +645,26 @@ class InflightStore:
         self.path = Path(path) if path is not None else state_path()
         self._lock = threading.Lock()
         self._conn = _connect(self.path)
+        self.health = WriteHealth("in-flight turn", self.path, INFLIGHT_FAILED)
+
+    def _write(self, sql: str, args: tuple[object, ...]) -> None:
+        """One write statement; a failure is reported (:class:`WriteHealth`) and raised."""
+        with self._lock:
+            try:
+                self._conn.execute(sql, args)
+            except sqlite3.Error as exc:
+                self.health.failed(exc)
+                raise
+        self.health.ok()
 
     def put(self, session_key: str, event_id: str, payload: str, *, now: float | None = None) -> None:
         """Record (or replace) the running turn of ``session_key``."""
-        with self._lock:
-            self._conn.execute(
-                "INSERT INTO inflight (session_key, event_id, payload, started_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(session_key) DO UPDATE SET event_id = excluded.event_id, "
-                "payload = excluded.payload, started_at = excluded.started_at",
-                (session_key, event_id, payload, now if now is not None else time.time()),
-            )
+        self._write(
+            "INSERT INTO inflight (session_key, event_id, payload, started_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(session_key) DO UPDATE SET event_id = excluded.event_id, "
+            "payload = excluded.payload, started_at = excluded.started_at",
+            (session_key, event_id, payload, now if now is not None else time.time()),
+        )
 
     def get(self, session_key: str) -> tuple[str, str, float] | None:
         """``(event_id, payload, started_at)`` of the recorded turn, or ``None``."""
@@ -480,13 +676,10 @@ class InflightStore:
 
     def drop(self, session_key: str, event_id: str | None = None) -> None:
         """Forget the session's turn (only when it is ``event_id``, if given)."""
-        with self._lock:
-            if event_id is None:
-                self._conn.execute("DELETE FROM inflight WHERE session_key = ?", (session_key,))
-            else:
-                self._conn.execute(
-                    "DELETE FROM inflight WHERE session_key = ? AND event_id = ?", (session_key, event_id)
-                )
+        if event_id is None:
+            self._write("DELETE FROM inflight WHERE session_key = ?", (session_key,))
+        else:
+            self._write("DELETE FROM inflight WHERE session_key = ? AND event_id = ?", (session_key, event_id))
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -4,7 +4,11 @@ The realtime session reports the cursor up to which it has processed every event
 unit keeps the newest one and persists it (one small row, off the event loop) at most every
 :data:`CURSOR_SAVE_INTERVAL_S`. A crash loses at most that interval of cursor progress; the
 replay that follows is deduplicated by the persistent seen-set, which is flushed before
-each cursor write (every id at or before the stored cursor must be on disk first).
+each cursor write (every id at or before the stored cursor must be on disk first): when that
+flush fails (a full disk) the cursor is not written and the stored one stays where every id
+before it was durable. Persisting can also be held (:meth:`CursorKeeper.hold`) while messages
+the stored cursor would skip have not been answered yet: replayed messages until
+``caught_up``, and turns waiting for the seen-set to become durable (:mod:`.durable`).
 """
 
 from __future__ import annotations
@@ -51,8 +55,9 @@ class CursorKeeper:
         #: epoch seconds of the newest cursor this process saw (the stream was complete up
         #: to then); before the first, :attr:`loaded_at`
         self.seen_at: float | None = None
-        #: while set, cursors are taken but not persisted (replayed messages are held)
-        self._held = False
+        #: while not empty, cursors are taken but not persisted: why (``"replay"``: replayed
+        #: messages are held; ``"durable"``: turns wait for the seen-set to reach the disk)
+        self._holds: set[str] = set()
 
     async def open(self) -> None:
         """On connect: open the store (once) and, on the first connect of this process,
@@ -81,21 +86,36 @@ class CursorKeeper:
         """The realtime session processed every event up to ``cursor``."""
         self.cursor = cursor
         self.seen_at = time.time()
-        if self._store is None or self._flush is not None or self._held:
+        if self._store is None or self._flush is not None or self._holds:
             return
         delay = max(0.0, self._saved_at + self._interval - time.monotonic())
         self._flush = asyncio.ensure_future(self._save_later(delay))
 
-    def hold(self, on: bool) -> None:
-        """Stop (``True``) or resume (``False``) persisting cursors: while the inbound holds
-        replayed messages until ``caught_up``, a stored cursor past them would lose them on a
-        crash. Resuming schedules a write of the newest cursor."""
-        self._held = on
-        if not on and self.cursor and self.cursor != self._saved and self._store is not None and self._flush is None:
+    def hold(self, on: bool, why: str = "replay") -> None:
+        """Stop (``True``) or resume (``False``) persisting cursors for reason ``why``: while
+        the inbound holds replayed messages until ``caught_up`` (``"replay"``), or turns wait
+        for the seen-set to be written (``"durable"``), a stored cursor past them would lose
+        them on a crash. When no reason is left, a write of the newest cursor is scheduled."""
+        if on:
+            self._holds.add(why)
+        else:
+            self._holds.discard(why)
+        if (
+            not self._holds
+            and self.cursor
+            and self.cursor != self._saved
+            and self._store is not None
+            and self._flush is None
+        ):
             self._flush = asyncio.ensure_future(self._save_later(self._interval))
 
+    def rewind(self) -> None:
+        """Forget the cursors taken since the last stored one: a reconnect of this process
+        resumes from where the stored cursor is (turns past it were dropped, not answered)."""
+        self.cursor = self._saved
+
     async def close(self) -> None:
-        """Write the newest cursor now and close the store."""
+        """Write the newest cursor now (unless held) and close the store."""
         flush, self._flush = self._flush, None
         if flush is not None:
             flush.cancel()
@@ -113,9 +133,10 @@ class CursorKeeper:
         await self.save()
 
     async def save(self) -> None:
-        """Persist the cursor if it changed (the seen-set is flushed first)."""
+        """Persist the cursor if it changed. The seen-set is flushed first; when that fails the
+        cursor is not written (the store already said why, once: ``store.WriteHealth``)."""
         cursor, store, bot = self.cursor, self._store, self._conn.bot_user_id
-        if not cursor or store is None or cursor == self._saved or not bot or self._held:
+        if not cursor or store is None or cursor == self._saved or not bot or self._holds:
             return
         self._saved_at = time.monotonic()
         flush = getattr(self._conn.seen, "flush", None)
@@ -129,5 +150,6 @@ class CursorKeeper:
             await asyncio.to_thread(write)
             self._saved = cursor
             self._conn.counters["cursor_writes"] += 1
-        except Exception:  # noqa: BLE001 - the next save retries
+        except Exception:  # noqa: BLE001 - the next save retries; the store warned once
+            self._conn.counters["cursor_write_errors"] += 1
             logger.debug("Chatto: could not persist the resume cursor", exc_info=True)

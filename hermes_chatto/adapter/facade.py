@@ -48,6 +48,7 @@ from .approvals import ExecApprovals
 from .boundary import ErrorBoundary
 from .conn import Conn
 from .cursor import CursorKeeper
+from .durable import DurableGate
 from .edits import EditReplacement
 from .failures import FailedTurns
 from .gap import GapRecovery, render_earlier
@@ -159,6 +160,7 @@ class ChattoAdapter(_Base):
         self.cursor = CursorKeeper(conn)
         self.inbound.last_complete = lambda: self.cursor.last_at
         self.inbound.hold_cursor = self.cursor.hold
+        self.inbound.durable = DurableGate(conn, boundary, hold_cursor=self.cursor.hold)
         self.sender = SendPath(conn, self.rooms, self.threads, boundary)
         self.media_out = MediaSender(self, self.sender)
         self.ops = OutboundOps(self, conn, self.rooms)
@@ -178,6 +180,7 @@ class ChattoAdapter(_Base):
             new_client=self._new_client,
             new_realtime=self._new_realtime,
             presence=self.presence,
+            gate=self.inbound.durable,
         )
 
     # ------------------------------------------------------------------ identity, counters

@@ -29,6 +29,7 @@ from ..wire.errors import ChattoError, ChattoNotFound
 from ..wire.types import ChattoMessage, ChattoRoom, ThreadKey
 from .boundary import ErrorBoundary
 from .conn import Conn
+from .durable import DurableGate
 from .edits import EditReplacement
 from .gap import GapRecovery
 from .media import InboundMedia
@@ -114,6 +115,8 @@ class Inbound:
         #: ``hold_cursor(True|False)``: keep the resume cursor from being persisted while
         #: replayed messages are held (a crash must replay them again), set by the facade
         self.hold_cursor: Callable[[bool], None] = lambda on: None
+        #: a turn starts once its message is on disk as seen (:mod:`.durable`), set by the facade
+        self.durable: DurableGate | None = None
 
     async def on_event(self, ev: Any) -> None:
         """Dispatch one typed realtime event (never raises: a bad event must not kill the socket)."""
@@ -337,6 +340,16 @@ class Inbound:
             self._conn.counters["dropped"] += 1
             logger.debug("Chatto: drop %s (%s)", msg.event_id, d.reason)
             return
+        gate = self.durable
+        if gate is None:
+            await self._hand_over(msg, d, context)
+            return
+        final, decision = msg, d
+        await gate.admit(msg.event_id, lambda: self._hand_over(final, decision, context))
+
+    async def _hand_over(self, msg: ChattoMessage, d: IngressDecision, context: str | None) -> None:
+        """The turn of ``msg`` (ingress said dispatch, its id is on disk): source, the thread's
+        block, the event, then the host."""
         source = self._host.build_source(
             chat_id=d.chat_id,
             chat_name=d.chat_name,

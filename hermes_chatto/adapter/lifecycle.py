@@ -94,6 +94,7 @@ class Lifecycle:
         new_client: Callable[[], Any],
         new_realtime: Callable[[], Any],
         presence: Any = None,
+        gate: Any = None,
     ) -> None:
         self._host = host
         self._conn = conn
@@ -106,6 +107,8 @@ class Lifecycle:
         self._new_realtime = new_realtime
         #: :class:`~hermes_chatto.adapter.presence.Presence` (``None``: the bot shows no presence)
         self._presence = presence
+        #: :class:`~hermes_chatto.adapter.durable.DurableGate` (turns waiting for the disk)
+        self._gate = gate
         self.rt_task: asyncio.Task[Any] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         # The loop holds tasks only weakly: the host's fatal-error notice is kept here until done.
@@ -225,7 +228,14 @@ class Lifecycle:
         compat.mark_disconnected(self._host)
 
     async def _close_stores(self) -> None:
+        # turns that waited for the seen-set are dropped first (their ids forgotten), so the
+        # cursor stays held past them while it is closed; a reconnect resumes before them
+        dropped = self._gate.close() if self._gate is not None else 0
         await self._cursor.close()
+        if self._gate is not None:
+            if dropped:
+                self._cursor.rewind()
+            self._cursor.hold(False, "durable")
         conn = self._conn
         seen, conn.seen = conn.seen, None
         close = getattr(seen, "close", None)

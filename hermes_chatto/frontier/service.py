@@ -155,7 +155,8 @@ class _RowWriter:
             self.counters["store_writes"] += 1
         except Exception as exc:
             self.counters["store_errors"] += 1
-            logger.warning("Chatto frontier: store write failed (%s)", exc)
+            # the store says it once per kind (store.WriteHealth); each failure is DEBUG here
+            logger.debug("Chatto frontier: store write failed (%s)", exc)
 
     async def _drain(self) -> None:
         while self.pending:

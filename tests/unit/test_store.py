@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from hermes_chatto.store import SEEN_FLUSH_AT, ResumeCursorStore, SeenStore
+import logging
+import os
+import sqlite3
+
+import pytest
+
+from hermes_chatto.store import SEEN_FLUSH_AT, FrontierRow, FrontierStore, InflightStore, ResumeCursorStore, SeenStore
+
+from support.disk import fill, make_full, small_tmpfs
 
 
 def test_seen_ids_reach_disk_on_flush_not_per_add(tmp_path):
@@ -77,3 +85,171 @@ def test_resume_cursor_roundtrip_and_15_minute_expiry(tmp_path):
     c.save("UBOT", "", now=1500.0)  # empty cursors are never stored
     assert c.load("UBOT", now=1500.0) == "cursor-1"
     assert c.load("UOTHER", now=2000.0) is None
+
+
+# ---------------------------------------------------------------------------------
+# issue 24: a full disk is said once per kind; a damaged file is set aside
+
+
+LOGGER = "hermes_plugins.chatto.store"
+
+
+def _records(caplog, level):
+    return [r for r in caplog.records if r.name == LOGGER and r.levelno == level]
+
+
+def _write_once(kind, store, i):
+    if kind == "seen-set":
+        store.add(f"E{i}")
+        store.flush()
+    elif kind == "resume cursor":
+        store.save("Ubot", f"c{i}")
+    elif kind == "thread frontier":
+        store.save(FrontierRow(session_key="k", session_id="s", room_id="R", root_id="E0", held=(f"E{i}",)))
+    else:
+        store.put("k", f"E{i}", "{}")
+
+
+STORES = {
+    "seen-set": SeenStore,
+    "resume cursor": ResumeCursorStore,
+    "thread frontier": FrontierStore,
+    "in-flight turn": InflightStore,
+}
+
+
+@pytest.mark.parametrize("kind", list(STORES))
+def test_a_failed_write_is_a_warning_once_per_kind_naming_the_file_then_info_when_it_works(tmp_path, caplog, kind):
+    caplog.set_level(logging.DEBUG, logger="hermes_plugins.chatto")
+    path = tmp_path / "state.sqlite3"
+    store = STORES[kind](path)
+    disk = make_full(store)
+    for i in range(3):
+        with pytest.raises(sqlite3.OperationalError):
+            _write_once(kind, store, i)
+    warnings = _records(caplog, logging.WARNING)
+    assert len(warnings) == 1, [r.getMessage() for r in warnings]
+    text = warnings[0].getMessage()
+    assert kind in text and str(path) in text and "database or disk is full" in text, text
+    assert store.health.failing and store.health.failures == 3
+    disk.full = False
+    _write_once(kind, store, 9)
+    _write_once(kind, store, 10)
+    infos = [r.getMessage() for r in _records(caplog, logging.INFO)]
+    assert infos == [f"Chatto: writing the {kind} to {path} works again"], infos
+    assert len(_records(caplog, logging.WARNING)) == 1
+    store.close()
+
+
+def test_seen_ids_whose_write_failed_stay_queued_and_reach_disk_when_it_works(tmp_path):
+    path = tmp_path / "state.sqlite3"
+    store = SeenStore(path)
+    disk = make_full(store)
+    store.add("E1")
+    with pytest.raises(sqlite3.OperationalError):
+        store.flush()
+    disk.full = False
+    assert store.flush() == 1
+    store.close()
+    again = SeenStore(path)
+    assert "E1" in again
+    again.close()
+
+
+def test_discard_forgets_an_id_not_yet_written_but_keeps_a_written_one(tmp_path):
+    path = tmp_path / "state.sqlite3"
+    store = SeenStore(path)
+    store.add("E1")
+    store.flush()
+    store.add("E2")
+    store.discard("E2")
+    store.discard("E1")  # on disk: stays
+    assert "E2" not in store and "E1" in store and len(store) == 1
+    store.close()
+    again = SeenStore(path)
+    assert "E1" in again and "E2" not in again
+    again.close()
+
+
+def test_a_real_full_disk_is_said_once_and_the_queued_ids_are_written_when_it_has_room(tmp_path, caplog):
+    """A small tmpfs (root only; skipped elsewhere — the injected tests above cover it)."""
+    caplog.set_level(logging.DEBUG, logger="hermes_plugins.chatto")
+    with small_tmpfs(tmp_path / "disk") as disk:
+        path = disk / "chatto" / "state.sqlite3"
+        store = SeenStore(path)
+        filler = fill(disk)
+        n, failures = 0, 0
+        while failures < 3 and n < 100_000:  # a few pages may still have been free
+            for _ in range(200):
+                store.add(f"event-{n:08d}-" + "x" * 40)
+                n += 1
+            try:
+                store.flush()
+            except sqlite3.Error:
+                failures += 1
+        assert failures == 3, "the disk never filled"
+        warnings = _records(caplog, logging.WARNING)
+        assert len(warnings) == 1, [r.getMessage() for r in warnings]
+        assert str(path) in warnings[0].getMessage() and "full" in warnings[0].getMessage()
+        os.unlink(filler)
+        store.flush()
+        assert any("works again" in r.getMessage() for r in _records(caplog, logging.INFO))
+        store.close()
+        again = SeenStore(path)
+        assert f"event-{n - 1:08d}-" + "x" * 40 in again
+        again.close()
+
+
+def _garbage(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"this is not a database" * 200)
+
+
+def _truncated(path):
+    store = SeenStore(path)
+    for i in range(5000):
+        store.add(f"event-{i:06d}-" + "y" * 60)
+    store.close()
+    conn = sqlite3.connect(str(path))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    size = path.stat().st_size
+    with open(path, "r+b") as f:
+        f.truncate(size // 2)
+
+
+@pytest.mark.parametrize("damage", [_garbage, _truncated], ids=["garbage", "truncated"])
+@pytest.mark.parametrize("first", list(STORES))
+def test_a_damaged_state_file_is_set_aside_and_a_fresh_one_is_used(tmp_path, caplog, damage, first):
+    caplog.set_level(logging.DEBUG, logger="hermes_plugins.chatto")
+    path = tmp_path / "chatto" / "state.sqlite3"
+    damage(path)
+    old = path.read_bytes()
+    store = STORES[first](path)  # whichever store opens the file first sets it aside
+    asides = sorted(path.parent.glob("state.sqlite3.corrupt-*"))
+    assert len(asides) == 1 and asides[0].read_bytes() == old, asides
+    warnings = _records(caplog, logging.WARNING)
+    assert len(warnings) == 1, [r.getMessage() for r in warnings]
+    text = warnings[0].getMessage()
+    assert str(path) in text and str(asides[0]) in text and "resume point" in text, text
+    store.close()
+    # a fresh store: rows written and read back, by every store, across a reopen
+    seen, cursor = SeenStore(path), ResumeCursorStore(path)
+    seen.add("E1")
+    seen.flush()
+    cursor.save("Ubot", "c1")
+    seen.close()
+    cursor.close()
+    seen, cursor = SeenStore(path), ResumeCursorStore(path)
+    assert "E1" in seen and cursor.load("Ubot") == "c1"
+    seen.close()
+    cursor.close()
+    assert len(_records(caplog, logging.WARNING)) == 1
+
+
+def test_a_busy_or_full_file_is_not_set_aside(tmp_path):
+    from hermes_chatto.store import is_damaged
+
+    assert not is_damaged(sqlite3.OperationalError("database is locked"))
+    assert not is_damaged(sqlite3.OperationalError("database or disk is full"))
+    assert is_damaged(sqlite3.DatabaseError("file is not a database"))
