@@ -486,7 +486,8 @@ async def test_stall_after_caught_up_reconnects():
 
     async with FakeChatto(silent) as srv:
         cl = Client(srv, stall_timeout=0.3).start()
-        await until(lambda: len(srv.conns) >= 2, timeout=10, what="reconnect after stall")
+        # the second socket's subscribe too: the server lists a connection before its first frame
+        await until(lambda: len(srv.conns) >= 2 and srv.conns[1].received, timeout=10, what="reconnect after stall")
         assert cl.session.stats["stalls"] >= 1 and "reconnecting" in cl.states
         assert srv.conns[1].received[0].resume_cursor == "C1"
         await cl.stop()
