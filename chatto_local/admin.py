@@ -7,8 +7,9 @@ HTTP instead of editing its state file behind its back.
 
 ``POST /_local/admin/{op}`` with a JSON object body and ``Authorization: Bearer <admin key>``;
 the answer is a JSON object. The routes exist only when the server was given an admin key
-(``LocalChatto.admin_key``; the CLI's ``serve`` makes a random one and prints it as
-``CHATTO_ADMIN_KEY``); without one every admin path answers 404.
+(``LocalChatto.admin_key``; the CLI's ``serve`` makes a random one and writes it to its
+0600 env file as ``CHATTO_ADMIN_KEY``, never to its output); without one every admin path
+answers 404.
 
 Errors: ``{"error": <message>, "code": <Chatto/Connect code or "bad_request">}`` with HTTP
 400 (bad request, unknown permission), 401 (missing/wrong admin key), 403

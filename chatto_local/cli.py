@@ -1,7 +1,8 @@
 """Command line of the local Chatto server: ``python -m chatto_local <command>``.
 
 ``serve`` starts the server with the demo world (person ``alice``, bot ``helper_bot``,
-channel ``general``, the DM alice ↔ bot) and prints, as its first lines::
+channel ``general``, the DM alice ↔ bot), writes the credentials to an owner-only (0600)
+env file, ``--env-file PATH`` or else a new one in the temp directory::
 
     CHATTO_URL=<base url>
     CHATTO_BOT_KEY=<the bot's cht_BK_ key>
@@ -9,7 +10,15 @@ channel ``general``, the DM alice ↔ bot) and prints, as its first lines::
     CHATTO_ADMIN_KEY=<key of the admin API the other commands use>
     CHATTO_HOME_CHANNEL=<room id of #general>
 
-then serves until interrupted (Ctrl-C / SIGTERM). Options without a command mean ``serve``
+and prints, as its first lines, the two that are no secret and where the keys are::
+
+    CHATTO_URL=<base url>
+    CHATTO_HOME_CHANNEL=<room id of #general>
+    # keys written to <path> (mode 0600): CHATTO_BOT_KEY, CHATTO_USER_KEY, CHATTO_ADMIN_KEY
+
+then serves until interrupted (Ctrl-C / SIGTERM). It never prints a key: its output is
+what people redirect into a log file (issue 24 finding 6). The ``--state`` file, which holds
+keys too, is written 0600 as well. Options without a command mean ``serve``
 (``python -m chatto_local --port 0`` still works).
 
 The other commands talk to a running server over its admin HTTP API
@@ -21,8 +30,9 @@ to ``F``; ``set -a; . F; set +a`` loads them): ``status``, ``add-person``, ``pos
 one.
 
 Exit status: 0 done; 1 the server refused (message on stderr) or ``read --wait-for-bot``
-timed out; 2 usage error, server unreachable, or the ``server`` extra is missing. These
-credentials belong to a throw-away local server; printing them is the point.
+timed out; 2 usage error, server unreachable, or the ``server`` extra is missing. The commands
+that make a key (``add-person``, ``create-key``, ``rotate-key``) print it: they run in a
+terminal, on request; ``serve``, which runs in the background with its output in a log, does not.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import os
 import secrets
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -57,6 +68,8 @@ COMMANDS = (
 )
 #: The lines ``serve`` prints first and writes to ``--env-file`` (other lines of the file are kept).
 ENV_KEYS = ("CHATTO_URL", "CHATTO_BOT_KEY", "CHATTO_USER_KEY", "CHATTO_ADMIN_KEY", "CHATTO_HOME_CHANNEL")
+#: The lines of :data:`ENV_KEYS` that hold no secret: the only ones ``serve`` prints.
+PUBLIC_ENV_KEYS = ("CHATTO_URL", "CHATTO_HOME_CHANNEL")
 
 EPILOG = f"""\
 examples:
@@ -87,7 +100,7 @@ def _client_options() -> argparse.ArgumentParser:
     g.add_argument(
         "--admin-key",
         default=None,
-        help="its admin key, printed by serve as CHATTO_ADMIN_KEY (default: $CHATTO_ADMIN_KEY)",
+        help="its admin key, CHATTO_ADMIN_KEY in the env file serve wrote (default: $CHATTO_ADMIN_KEY)",
     )
     g.add_argument("--json", action="store_true", help="print the server's JSON answer (default: text)")
     g.add_argument("--timeout", type=float, default=10.0, help="seconds per HTTP request (default: 10)")
@@ -114,11 +127,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = subs.add_parser(
         "serve",
-        help="start the server with the demo world and print its credentials",
+        help="start the server with the demo world; its credentials go to an env file (0600)",
         description="Start the local Chatto server with the demo world (person alice, bot "
         "helper_bot, channel general, the DM alice <-> bot) and serve until "
-        "Ctrl-C. Prints CHATTO_URL, CHATTO_BOT_KEY, CHATTO_USER_KEY (alice), "
-        "CHATTO_ADMIN_KEY and CHATTO_HOME_CHANNEL (#general) first. Needs the "
+        "Ctrl-C. Writes CHATTO_URL, CHATTO_BOT_KEY, CHATTO_USER_KEY (alice), "
+        "CHATTO_ADMIN_KEY and CHATTO_HOME_CHANNEL (#general) to an owner-only (0600) env "
+        "file (--env-file, else a new one in the temp directory) and prints CHATTO_URL, "
+        "CHATTO_HOME_CHANNEL and that file's path first; it never prints a key. Needs the "
         "server extra.",
     )
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
@@ -139,8 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--env-file",
         default=None,
         metavar="PATH",
-        help="also write the CHATTO_* lines to this file, e.g. $HERMES_HOME/.env; other lines "
-        "in it are kept, and the bot key line is updated after rotate-key (default: none)",
+        help="write the CHATTO_* lines to this file (mode 0600), e.g. $HERMES_HOME/.env; other "
+        "lines in it are kept, and the bot key line is updated after rotate-key (default: a "
+        "new chatto-local-*.env in the temp directory)",
     )
 
     m = subs.add_parser(
@@ -317,9 +333,17 @@ def write_env_file(path: str, values: dict[str, str]) -> None:
             lines = [ln.rstrip("\n") for ln in fh if ln.split("=", 1)[0].strip() not in values]
     lines += [f"{k}={v}" for k, v in values.items()]
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its mode on open: owner-only before a key is in it
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write("".join(ln + "\n" for ln in lines))
-    os.chmod(path, 0o600)
+
+
+def _fresh_env_file() -> str:
+    """A new owner-only (0600, ``mkstemp``) ``chatto-local-*.env`` in the temp directory: where
+    ``serve`` puts the keys when no ``--env-file`` is given."""
+    fd, path = tempfile.mkstemp(prefix="chatto-local-", suffix=".env")
+    os.close(fd)
+    return path
 
 
 def _serve_until_signal(stop_fn: Callable[[], None]) -> int:
@@ -353,18 +377,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # CHATTO_HOME_CHANNEL (#general) makes the file a complete profile .env for this server:
     # without a home channel Hermes opens every new chat with a "No home channel" notice.
     values = dict(zip(ENV_KEYS, (url, srv.bot_key, w.alice_token, srv.admin_key, w.general_id), strict=True))
-    if args.env_file:  # before the lines below: whoever reads them may read the file next
-        write_env_file(args.env_file, values)
-    for k, v in values.items():
-        print(f"{k}={v}")
-    if args.env_file:
+    env_file = args.env_file or _fresh_env_file()
+    write_env_file(env_file, values)  # before the lines below: whoever reads them may read the file next
 
-        def _rewrite(op: str, user_id: str) -> None:
-            if op in ("rotate-key", "revoke-key") and user_id == w.bot_id:
-                write_env_file(args.env_file, {"CHATTO_BOT_KEY": srv.bot_key})
+    def _rewrite(op: str, user_id: str) -> None:
+        if op in ("rotate-key", "revoke-key") and user_id == w.bot_id:
+            write_env_file(env_file, {"CHATTO_BOT_KEY": srv.bot_key})
 
-        srv.admin_listeners.append(_rewrite)
-        print(f"# wrote {', '.join(values)} to {args.env_file}")
+    srv.admin_listeners.append(_rewrite)
+    for k in PUBLIC_ENV_KEYS:
+        print(f"{k}={values[k]}")
+    keys = ", ".join(k for k in ENV_KEYS if k not in PUBLIC_ENV_KEYS)
+    print(f"# keys written to {os.path.abspath(env_file)} (mode 0600): {keys}")
     print(
         f"# bot user id {w.bot_id} (login {w.bot_login}); alice {w.alice_id}; "
         f"channel general {w.general_id}; DM {w.dm_id}"
@@ -406,7 +430,7 @@ def call(args: argparse.Namespace, op: str, body: dict) -> dict:
     if not url:
         raise CliError("no server URL: pass --url or set CHATTO_URL (serve prints it)", 2)
     if not key:
-        raise CliError("no admin key: pass --admin-key or set CHATTO_ADMIN_KEY (serve prints it)", 2)
+        raise CliError("no admin key: pass --admin-key or set CHATTO_ADMIN_KEY (serve writes it to its env file)", 2)
     try:
         resp = httpx.post(
             f"{url}/_local/admin/{op}", json=body, timeout=args.timeout, headers={"Authorization": f"Bearer {key}"}

@@ -50,6 +50,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from hermes_chatto import compat, emoji
 from hermes_chatto.bounded import BoundedSet
 from hermes_chatto.logs import LOGGER_ROOT, get_logger
+from hermes_chatto.redact import redact as _redact
 
 logger = get_logger("hermes_chatto.config")
 #: Why the platform did not start goes to this logger, the root of the package's loggers
@@ -75,8 +76,6 @@ YAML_PREFIX = "platforms.chatto.extra"
 #: ``cht_BK_`` + bot user id (``U`` + 14 ``[0-9A-Za-z]``) + ``.`` + unpadded base64url secret
 #: (Chatto's ``cli/internal/core/ids.go`` ``NewBotAPIKey``; legacy 32-byte secrets also parse).
 BOT_KEY_RE = re.compile(r"^cht_BK_(U[0-9A-Za-z]{14})\.([A-Za-z0-9_-]{16,})$")
-_KEYISH_RE = re.compile(r"cht_BK_[A-Za-z0-9._-]{6,}")
-
 #: Values that switch a reaction setting off.
 _OFF_WORDS = {"", "off", "none", "false", "no", "0", "disabled"}
 _TRUE_WORDS = {"true", "1", "yes", "on", "y", "t"}
@@ -96,8 +95,10 @@ KIND_STR = "str"
 
 
 def redact(text: str) -> str:
-    """Replace anything that looks like a Chatto bot key (``cht_BK_…``) with ``cht_BK_***``."""
-    return _KEYISH_RE.sub("cht_BK_***", str(text))
+    """Key material out of ``text``: a Chatto key (``cht_BK_…``) becomes ``cht_BK_***``, a
+    ``Bearer``/``Authorization`` value and the configured key's secret ``***``
+    (:func:`hermes_chatto.redact.redact`, the one redaction)."""
+    return _redact(text)
 
 
 # ---------------------------------------------------------------------------------------

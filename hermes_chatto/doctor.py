@@ -433,7 +433,7 @@ def _first_frame_evidence(data: bytes | str) -> tuple[Any, str]:
 
 def _close_into(res: RealtimeProbe, close: Any) -> None:
     res.error_code = _CLOSE_CODES.get(int(close.code), f"close_{int(close.code)}")
-    res.error_message = str(close.message)[:200]
+    res.error_message = redact(str(close.message))[:200]
     res.reconnect = bool(close.reconnect)
     if close.HasField("retry_after"):
         res.retry_after = close.retry_after.seconds + close.retry_after.nanos / 1e9

@@ -7,12 +7,21 @@ A ``hermes_chatto.*`` record would reach ``agent.log`` / ``errors.log`` only, so
 reading ``gateway.log`` would never see the plugin's connect, disconnect and reconnect lines
 or its warnings.
 
-Pure: imports only :mod:`logging`, so every layer (the wire layer included) may use it.
+Every logger :func:`get_logger` returns carries :class:`hermes_chatto.redact.RedactingFilter`:
+no record of the package holds key material, whatever a server's error text echoed.
+
+Pure: imports only :mod:`logging` and :mod:`hermes_chatto.redact` (stdlib and ``bounded``),
+so every layer (the wire layer included) may use it.
 """
 
 from __future__ import annotations
 
 import logging
+
+from .redact import RedactingFilter
+
+#: The one filter instance every package logger carries.
+_REDACTING = RedactingFilter()
 
 #: Parent of every logger of the package (``hermes_plugins.chatto.wire.realtime`` …).
 LOGGER_ROOT = "hermes_plugins.chatto"
@@ -37,5 +46,9 @@ def logger_name(module: str) -> str:
 
 
 def get_logger(module: str) -> logging.Logger:
-    """``logging.getLogger(logger_name(module))``; raises ``ValueError`` like :func:`logger_name`."""
-    return logging.getLogger(logger_name(module))
+    """``logging.getLogger(logger_name(module))`` with the redacting filter attached (once);
+    raises ``ValueError`` like :func:`logger_name`."""
+    logger = logging.getLogger(logger_name(module))
+    if _REDACTING not in logger.filters:
+        logger.addFilter(_REDACTING)
+    return logger

@@ -42,6 +42,7 @@ from typing import Any
 from .. import compat
 from ..delivery import DEFAULT_CHUNK_BYTES, DeliveryReport
 from ..logs import get_logger
+from ..redact import redact
 from ..wire.events import ReactionChanged
 from ..wire.types import ChattoRoom
 from .approvals import ExecApprovals
@@ -367,7 +368,7 @@ class ChattoAdapter(_Base):
             )
         except Exception as exc:  # noqa: BLE001 - the host then posts its plain-text prompt
             self.boundary.report("send_exec_approval", exc)
-            return compat.send_result(success=False, error=f"approval prompt failed: {exc}")
+            return compat.send_result(success=False, error=redact(f"approval prompt failed: {exc}"))
 
     async def _send_exec_approval_prompt(self, prompt: Any) -> Any:
         """Newer hosts' hook: the same prompt from their ``ExecApprovalPrompt``."""

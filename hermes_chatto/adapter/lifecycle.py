@@ -16,6 +16,7 @@ from typing import Any
 from .. import compat
 from ..ingress import SeenSet
 from ..logs import get_logger
+from ..redact import redact
 from ..wire.errors import ChattoCredentialError, ChattoError, ChattoProtocolError
 from .claim import BotClaim
 from .conn import Conn
@@ -116,7 +117,8 @@ class Lifecycle:
         self.claim = BotClaim()
 
     def _fatal(self, code: str, message: str, *, retryable: bool) -> None:
-        compat.set_fatal_error(self._host, code, message, retryable=retryable)
+        """Report a fatal error to the host (which logs it and may show it): redacted."""
+        compat.set_fatal_error(self._host, code, redact(message), retryable=retryable)
 
     async def connect(self) -> bool:
         """See the module docstring."""

@@ -22,6 +22,7 @@ from .. import compat
 from ..bounded import BoundedMap, BoundedSet
 from ..delivery import DEFAULT_CHUNK_BYTES, DeliveryReport, deliver_chunks, split_body
 from ..logs import get_logger
+from ..redact import redact
 from ..wire.errors import (
     ChattoInvalidArgument,
     ChattoNotFound,
@@ -222,7 +223,7 @@ def send_result_from_report(report: DeliveryReport) -> Any:
             raw_response={"message_ids": ids, "chunks": report.total},
         )
     err = report.error
-    text = report.describe()
+    text = redact(report.describe())
     if report.may_have_landed:
         # "timed out" keeps the host's _send_with_retry from re-sending (base.py).
         text += " — request timed out after it was sent"

@@ -30,6 +30,7 @@ from urllib.parse import unquote
 
 from .. import compat
 from ..logs import get_logger
+from ..redact import redact
 from ..wire.errors import ChattoError, ChattoPermissionDenied
 from .permissions import PERM_ATTACH, refusal_warning
 
@@ -119,14 +120,17 @@ def plain_reason(exc: ChattoError) -> str:
 
 
 def failure_notice(failed: Sequence[tuple[str, str]]) -> str:
-    """The visible line(s) for files that could not be attached (``""`` for none)."""
+    """The visible line(s) for files that could not be attached (``""`` for none). A reason
+    is often the server's own words: the notice is redacted (:func:`hermes_chatto.redact.redact`)
+    before it reaches the room, so an error that echoed the ``Authorization`` header posts
+    no key."""
     if not failed:
         return ""
     if len(failed) == 1:
         name, reason = failed[0]
-        return f"\u26a0\ufe0f I couldn't attach {name} ({reason})."
+        return redact(f"\u26a0\ufe0f I couldn't attach {name} ({reason}).")
     lines = "\n".join(f"- {name} ({reason})" for name, reason in failed)
-    return f"\u26a0\ufe0f I couldn't attach {len(failed)} files:\n{lines}"
+    return redact(f"\u26a0\ufe0f I couldn't attach {len(failed)} files:\n{lines}")
 
 
 def attachment_plan(chunks: Sequence[str], asset_ids: Sequence[str]) -> tuple[list[str], list[list[str]]]:

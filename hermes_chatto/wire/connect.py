@@ -49,6 +49,7 @@ from google.protobuf.message import Message
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from ..logs import get_logger
+from ..redact import remember_secret
 from .errors import (
     ChattoAmbiguousWriteError,
     ChattoCredentialError,
@@ -286,6 +287,7 @@ class ChattoClient:
             raise ValueError(f"Chatto base URL must be http(s)://host[:port], got {base_url!r}")
         self.base_url: str = base
         secret = secret_text(token).strip()
+        remember_secret(secret)
         #: The bot's own user id parsed from the key ("" when the token is not a bot key).
         self.user_id_from_key: str = user_id_from_bot_key(secret)
         headers = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}

@@ -17,9 +17,15 @@ Attributes every error carries:
 
 from __future__ import annotations
 
+from ..redact import redact
+
 
 class ChattoError(Exception):
-    """Base class. ``str(err)`` never contains a credential."""
+    """Base class. ``str(err)`` never contains a credential: ``message`` (often a server's
+    or a proxy's own words, which may echo the ``Authorization`` header) is passed through
+    :func:`hermes_chatto.redact.redact` when the error is built, so ``str(err)``,
+    ``err.message`` and every notice, log line and ``SendResult.error`` made from them are
+    clean."""
 
     code: str = "unknown"
     retryable: bool = False
@@ -34,6 +40,7 @@ class ChattoError(Exception):
         http_status: int | None = None,
         method: str = "",
     ):
+        message = redact(message) if message else ""
         super().__init__(message or self.__class__.__name__)
         if code is not None:
             self.code = code

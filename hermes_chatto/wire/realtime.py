@@ -50,6 +50,7 @@ import websockets.asyncio.client
 
 from ..counters import Counters
 from ..logs import get_logger
+from ..redact import redact, remember_secret
 from .errors import ChattoCredentialError, ChattoProtocolError, ChattoRealtimeFatal
 from .events import Ignored, RealtimeEvent, Snapshot, Typing
 from .frames import (
@@ -65,7 +66,7 @@ from .frames import (
     snapshot_of,
 )
 from .proto import chatto_pb2 as pb
-from .types import BotToken
+from .types import BotToken, secret_text
 
 __all__ = [
     "RealtimeSession",
@@ -231,7 +232,9 @@ def _closed_reason(exc: websockets.ConnectionClosed) -> str:
 
 
 def _one_line(text: str, limit: int = 200) -> str:
-    return " ".join(text.split())[:limit]
+    """A server's text on one line, redacted before it is cut (a cut key would not be
+    recognised), at most ``limit`` characters."""
+    return " ".join(redact(text).split())[:limit]
 
 
 def _retry_after(close: pb.RealtimeClose) -> float | None:
@@ -372,6 +375,7 @@ class RealtimeSession:
             raise ValueError(f"initial_state must be 'live_only' or 'snapshot', not {initial_state!r}")
         self.url = realtime_url(base_url)
         self._token = token
+        remember_secret(secret_text(token))
         self._on_event = on_event
         self.resume_cursor: str | None = resume_cursor or None
         self._on_cursor = on_cursor

@@ -1,18 +1,22 @@
-"""``python -m chatto_local``: first lines are CHATTO_URL / CHATTO_BOT_KEY /
-CHATTO_USER_KEY / CHATTO_ADMIN_KEY, the server serves the demo world, ``--state`` keeps rooms,
-messages and keys across restarts, and each command (``status``, ``add-person``, ``post``,
-``read``, ``grant``, ``revoke``, ``rotate-key``) acts on a running server (one subprocess per
-module, commands through ``main(argv)``; effects checked over the real Chatto API)."""
+"""``python -m chatto_local``: first lines are CHATTO_URL / CHATTO_HOME_CHANNEL and where the
+keys were written (an owner-only env file: ``serve`` never prints a key, issue 24 finding 6),
+the server serves the demo world, ``--state`` keeps rooms, messages and keys across restarts
+(0600), and each command (``status``, ``add-person``, ``post``, ``read``, ``grant``, ``revoke``,
+``rotate-key``) acts on a running server (one subprocess per module, commands through
+``main(argv)``; effects checked over the real Chatto API)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import queue
+import re
 import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -32,10 +36,15 @@ class Proc:
             text=True,
         )
         self.lines: queue.Queue = queue.Queue()
+        #: every stdout line so far (the key scan reads them after :meth:`stop`)
+        self.seen: list[str] = []
+        #: the env file ``serve`` said it wrote the keys to (set by :func:`start`)
+        self.env_file: Path | None = None
         threading.Thread(target=self._pump, daemon=True).start()
 
     def _pump(self):
         for line in self.p.stdout:
+            self.seen.append(line.rstrip("\n"))
             self.lines.put(line.rstrip("\n"))
 
     def line(self, timeout: float = 20.0) -> str:
@@ -51,18 +60,37 @@ class Proc:
                 self.p.kill()
 
 
+#: serve's third line: where the keys are.
+KEYS_LINE = re.compile(
+    r"^# keys written to (?P<path>.+) \(mode 0600\): CHATTO_BOT_KEY, CHATTO_USER_KEY, CHATTO_ADMIN_KEY$"
+)
+
+
+def read_env(path: Path) -> dict[str, str]:
+    """The ``NAME=value`` lines of a dotenv file."""
+    return dict(ln.split("=", 1) for ln in path.read_text().splitlines() if "=" in ln and not ln.startswith("#"))
+
+
 def start(*args: str) -> tuple[Proc, dict[str, str]]:
+    """Start ``serve``; its printed lines (CHATTO_URL, CHATTO_HOME_CHANNEL, then where the keys
+    are) and the CHATTO_* values of the env file it names."""
     proc = Proc(*args)
-    env = {}
-    for expected in ("CHATTO_URL", "CHATTO_BOT_KEY", "CHATTO_USER_KEY"):
+    printed = {}
+    for expected in cli.PUBLIC_ENV_KEYS:
         name, _, value = proc.line().partition("=")
         assert name == expected
-        env[name] = value
+        printed[name] = value
+    where = proc.line()
+    m = KEYS_LINE.match(where)
+    assert m, f"serve does not say where the keys are: {where!r}"
+    proc.env_file = Path(m["path"])
+    env = {k: v for k, v in read_env(proc.env_file).items() if k in cli.ENV_KEYS}
+    assert set(env) == set(cli.ENV_KEYS) and {k: env[k] for k in printed} == printed
     return proc, env
 
 
-def test_cli_prints_credentials_first_and_serves_the_demo_world(tmp_path):
-    proc, env = start("--host", "127.0.0.1", "--port", "0")
+def test_cli_says_where_the_keys_are_and_serves_the_demo_world(tmp_path):
+    proc, env = start("--host", "127.0.0.1", "--port", "0", "--env-file", str(tmp_path / "chatto.env"))
     try:
         assert env["CHATTO_URL"].startswith("http://127.0.0.1:") and not env["CHATTO_URL"].endswith(":0")
         assert env["CHATTO_BOT_KEY"].startswith("cht_BK_U")
@@ -82,7 +110,7 @@ def test_cli_prints_credentials_first_and_serves_the_demo_world(tmp_path):
 
 def test_cli_state_file_survives_a_restart(tmp_path):
     state = tmp_path / "chatto-state.json"
-    proc, env = start("--port", "0", "--state", str(state))
+    proc, env = start("--port", "0", "--state", str(state), "--env-file", str(tmp_path / "a.env"))
     try:
         alice = RawRpc(env["CHATTO_URL"], env["CHATTO_USER_KEY"])
         general = next(
@@ -94,7 +122,8 @@ def test_cli_state_file_survives_a_restart(tmp_path):
     finally:
         assert proc.stop() == 0
     assert state.exists()
-    proc2, env2 = start("--port", "0", "--state", str(state))
+    assert oct(state.stat().st_mode & 0o777) == "0o600", "the state file holds keys: owner-only"
+    proc2, env2 = start("--port", "0", "--state", str(state), "--env-file", str(tmp_path / "b.env"))
     try:
         assert env2["CHATTO_BOT_KEY"] == env["CHATTO_BOT_KEY"] and env2["CHATTO_USER_KEY"] == env["CHATTO_USER_KEY"]
         bot = RawRpc(env2["CHATTO_URL"], env2["CHATTO_BOT_KEY"])
@@ -112,13 +141,9 @@ def server(tmp_path_factory):
     """One ``serve`` subprocess with ``--env-file``; yields its CHATTO_* values and the env file."""
     env_file = tmp_path_factory.mktemp("cli") / "chatto.env"
     env_file.write_text("CHATTO_ALLOW_ALL_USERS=true\n")
-    proc = Proc("serve", "--port", "0", "--env-file", str(env_file))
-    env = {}
+    proc, env = start("serve", "--port", "0", "--env-file", str(env_file))
     try:
-        for expected in cli.ENV_KEYS:
-            name, _, value = proc.line().partition("=")
-            assert name == expected
-            env[name] = value
+        assert proc.env_file == env_file
         yield env, env_file
     finally:
         assert proc.stop() == 0
@@ -409,3 +434,27 @@ def test_status_into_a_closed_pipe_exits_quietly(server):
     err = p.stderr.read().decode()
     p.wait(60)
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_serve_prints_no_key_and_writes_them_owner_only(tmp_path):
+    """Issue 24 finding 6: the README runs ``serve … > chatto.log`` (a 0644 file); the keys
+    must not be in that output. They go to the env file (0600), named on stdout; without
+    ``--env-file`` to a fresh 0600 file in the temp directory."""
+    for args in (["--env-file", str(tmp_path / "keys.env")], []):
+        proc, env = start("serve", "--port", "0", *args)
+        try:
+            keys = [env[k] for k in ("CHATTO_BOT_KEY", "CHATTO_USER_KEY", "CHATTO_ADMIN_KEY")]
+            assert all(len(k) >= 16 for k in keys)
+            assert oct(proc.env_file.stat().st_mode & 0o777) == "0o600", args
+            if not args:
+                assert proc.env_file.name.startswith("chatto-local-") and proc.env_file.suffix == ".env"
+            RawRpc(env["CHATTO_URL"], env["CHATTO_BOT_KEY"]).ok("ViewerService/GetViewer", {})  # the real keys
+        finally:
+            assert proc.stop() == 0
+            if not args and proc.env_file:
+                os.unlink(proc.env_file)
+        err = proc.p.stderr.read()
+        output = "\n".join([*proc.seen, err])
+        secrets_parts = keys + [keys[0].split(".", 1)[1]]
+        assert not [k for k in secrets_parts if k in output], "serve printed a key"
+        assert "cht_BK_" not in output and "chadm_" not in output

@@ -4,7 +4,8 @@
   outside the test kit (``chatto_local/``) and the generated protobuf module;
   ``ChattoAdapter`` (the facade the host sees) at most 450 lines;
 * layers: ``hermes_chatto/wire/`` imports nothing from Hermes and, of this package, only
-  the wire layer itself and the pure leaf modules (``bounded``, ``counters``, ``logs``);
+  the wire layer itself and the pure helper modules (``bounded``, ``counters``, ``logs``,
+  ``redact``);
 * the pure modules (plain data in, plain data out) import, directly or through the
   package modules they import, no asyncio / httpx / websockets / sqlite3 / Hermes;
 * only ``compat.py`` imports Hermes (``gateway``, ``hermes_cli``) at module top level:
@@ -33,14 +34,15 @@ MAX_ADAPTER_LINES = 450
 
 #: The module the frontier package replaces (another branch); not held to the limits.
 LEGACY_FRONTIER = PKG / "frontier.py"
-#: Leaf modules of this package the wire layer may import (they import nothing of ours).
-WIRE_MAY_IMPORT = {"hermes_chatto.bounded", "hermes_chatto.counters", "hermes_chatto.logs"}
+#: Helper modules of this package the wire layer may import (they import only each other).
+WIRE_MAY_IMPORT = {"hermes_chatto.bounded", "hermes_chatto.counters", "hermes_chatto.logs", "hermes_chatto.redact"}
 PURE_MODULES = [
     "hermes_chatto.ingress",
     "hermes_chatto.delivery",
     "hermes_chatto.bounded",
     "hermes_chatto.counters",
     "hermes_chatto.logs",
+    "hermes_chatto.redact",
     "hermes_chatto.frontier.render",
     "hermes_chatto.frontier.plan",
     "hermes_chatto.frontier.ledger",

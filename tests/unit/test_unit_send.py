@@ -90,3 +90,24 @@ def test_a_failing_frontier_never_stops_the_delivery():
     conn.frontier = Broken()
     report = asyncio.run(path.deliver("R", "hello", thread_root_event_id="Eroot", session_key="S"))
     assert report.ok and conn.counters["hook_errors"] == 3
+
+
+def test_an_upload_refusal_that_echoes_the_key_becomes_a_notice_without_it():
+    """Issue 24 finding 5: the server's refusal text reaches the visible "⚠️ I couldn't attach
+    …" notice; a refusal that echoes the ``Authorization`` header must not post the key."""
+    import secrets
+
+    from hermes_chatto.adapter.uploads import failure_notice, plain_reason
+    from hermes_chatto.wire.errors import ChattoInvalidArgument
+
+    key = "cht_BK_U" + secrets.token_hex(7) + "." + secrets.token_urlsafe(24)
+    err = ChattoInvalidArgument(
+        f"chatto.api.v1.AssetUploadService/CreateUpload: invalid_argument: bad header "
+        f"map[Authorization:[Bearer {key}]] for key {key}"
+    )
+    notice = failure_notice([("report.pdf", plain_reason(err))])
+    assert "couldn't attach report.pdf" in notice and "the server refused the upload" in notice
+    assert key not in notice and key.split(".", 1)[1] not in notice
+    # a reason that did not come through a ChattoError is redacted by the notice itself
+    raw = failure_notice([("a.pdf", f"proxy: Authorization: Bearer {key}"), ("b.pdf", "x")])
+    assert key not in raw and key.split(".", 1)[1] not in raw

@@ -486,7 +486,8 @@ async def test_stall_after_caught_up_reconnects():
 
     async with FakeChatto(silent) as srv:
         cl = Client(srv, stall_timeout=0.3).start()
-        await until(lambda: len(srv.conns) >= 2, timeout=10, what="reconnect after stall")
+        # the second socket's subscribe too: the server lists a connection before its first frame
+        await until(lambda: len(srv.conns) >= 2 and srv.conns[1].received, timeout=10, what="reconnect after stall")
         assert cl.session.stats["stalls"] >= 1 and "reconnecting" in cl.states
         assert srv.conns[1].received[0].resume_cursor == "C1"
         await cl.stop()
@@ -880,3 +881,22 @@ async def test_the_socket_has_no_library_keepalive_that_could_close_a_busy_bot()
             assert ws.ping_interval is None and ws.keepalive_task is None
         finally:
             await ws.close()
+
+
+async def test_a_close_message_that_echoes_the_key_is_redacted():
+    """Issue 24 finding 5: a realtime close whose text echoes the bearer token; the fatal
+    error and the log hold no key material (redacted before the text is cut to one line)."""
+
+    async def script(c: Conn):
+        await c.subscribe()
+        await c.send(f_caught_up("C1"))
+        await c.send(
+            f_close("SESSION_TERMINATED", reconnect=False, message=f"terminated for Bearer {TOKEN} ({SECRET})")
+        )
+
+    async with FakeChatto(script) as srv:
+        cl = Client(srv).start()
+        err = await cl.raised()
+        assert isinstance(err, ChattoRealtimeFatal)
+        assert TOKEN not in str(err) and SECRET not in str(err), str(err)
+        assert "Bearer ***" in str(err)

@@ -752,3 +752,23 @@ async def test_list_notifications_pages_and_maps_occurrences(client, mock):
     assert n.created_at == 1796173200.5
     with pytest.raises(ValueError):
         await client.list_notifications(limit=101)
+
+
+async def test_a_refusal_that_echoes_the_key_builds_an_error_without_it(mock, caplog):
+    """Issue 24 finding 5: a server or proxy that echoes the request's ``Authorization``
+    header (or just the key's secret) in its error text; the :class:`ChattoError` built from
+    it, and every log line of the call, hold no key material."""
+    import secrets as _secrets
+
+    caplog.set_level(logging.DEBUG)
+    key = "cht_BK_U" + _secrets.token_hex(7) + "." + _secrets.token_urlsafe(24)
+    secret = key.split(".", 1)[1]
+    echo = f"bad request headers map[Authorization:[Bearer {key}]]; the token {secret} is unknown"
+    mock.post(url(f"{API}.MessageService/CreateMessage")).mock(return_value=cerr("invalid_argument", echo))
+    async with ChattoClient(BASE, key, read_retries=0) as c:
+        with pytest.raises(ChattoInvalidArgument) as ei:
+            await c.create_message("R1", "hi")
+    err = ei.value
+    texts = [str(err), err.message, repr(err), repr(err.args), caplog.text]
+    assert not [t for t in texts if key in t or secret in t], "key material in the error or the logs"
+    assert "Bearer ***" in str(err) and "invalid_argument" in str(err), str(err)
