@@ -113,6 +113,8 @@ quoted line (:func:`inert_text`).
 
 Layout of the package (each layer imports only the ones above it):
 
+* :mod:`.fold` — pure look-alike folding: no name or text can take the marks ``(you)``,
+  ``(bot)`` or the header (CONCEPTS, "Forged marks: the threat model");
 * :mod:`.render` — pure rendering of the block (inert text, names, times, byte fitting);
 * :mod:`.plan` — pure read and delivery planning (:func:`plan_read`, :func:`plan_delivery`);
 * :mod:`.ledger` — the per-session state machine (:class:`SessionLedger`: thread view, turn

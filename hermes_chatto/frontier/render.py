@@ -2,9 +2,11 @@
 
 The block is **reference text**: it travels in ``MessageEvent.channel_context``, which Hermes
 never parses for commands nor authorises. On top of that every message is rendered inert on
-one quoted line (:func:`inert_text`): no newlines or control characters, a zero-width space
-after ``@`` and before a leading ``/``, bracketed pseudo-headers such as
-``[Earlier in this thread]`` / ``[New message]`` turned into parentheses.
+one quoted line (:func:`inert_text`): no newlines, control or format characters, a zero-width
+space after ``@`` and before a leading ``/``, bracketed pseudo-headers such as
+``[Earlier in this thread]`` / ``[New message]`` (and their look-alikes) turned into
+parentheses, look-alikes of the marks ``(you)``/``(bot)`` into the bare word
+(:mod:`.fold`): the marks appear only where this module writes them.
 
 Sizes are UTF-8 **bytes** (``max_bytes``); times are epoch seconds rendered in UTC. No I/O, no
 clock: the reference day comes from the caller (``ref_time``) or the newest message.
@@ -13,10 +15,12 @@ clock: the reference day comes from the caller (``ref_time``) or the newest mess
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 
 from ..wire.types import ChattoMessage, ChattoUser
+from .fold import neutralise, strip_format
 
 __all__ = [
     "HEADER",
@@ -51,39 +55,47 @@ _DROP = re.compile(
     r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u200b\u200e\u200f\u202a-\u202e"
     r"\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb]"
 )
-_PSEUDO_HEADER = re.compile(r"\[(\s*[^\W\d_][\w \t:.,'\u2019/-]{1,58})\]")
 _MENTION = re.compile(r"@(?=[\w.\-])")
-_MARKER_SPOOF = re.compile(r"\(\s*(you|bot)\s*\)", re.IGNORECASE)
+_CONTENT_TYPE = re.compile(r"[\w.+-]{1,100}/[\w.+-]{1,100}")
 
 
 def inert_text(text: str | None) -> str:
     """One inert line from untrusted message text (pure; characters in, characters out).
 
     Newlines, tabs and other separators become one space; C0/C1 control characters,
-    bidi overrides and zero-width/format characters are removed; whitespace runs collapse;
-    ``[Word words]`` pseudo-headers (``[Earlier in this thread]``, ``[New message]``,
-    ``[System note: …]``) become ``(…)``; a zero-width space follows every ``@`` before a
-    name (no mention, still readable) and precedes a leading ``/`` (no command). Never
-    raises; ``None`` → ``""``.
+    bidi overrides and every other format (``Cf``) character but ZWNJ/ZWJ are removed;
+    whitespace runs collapse; ``[Word words]`` pseudo-headers (``[Earlier in this thread]``,
+    ``[New message]``, ``[System note: …]``, also with look-alike brackets, letters or
+    invisible characters) become ``(…)``; look-alikes of the marks ``(you)``/``(bot)``
+    become the bare word (:func:`.fold.neutralise`); a zero-width space follows every ``@``
+    before a name (no mention, still readable) and precedes a leading ``/`` (no command).
+    Never raises; ``None`` → ``""``.
     """
     if not text:
         return ""
     s = _SPACES.sub(" ", str(text))
     s = _DROP.sub("", s)
+    s = strip_format(s, keep_joiners=True)
     s = " ".join(s.split())
-    s = _PSEUDO_HEADER.sub(lambda m: "(" + m.group(1) + ")", s)
+    s = neutralise(s)
     s = _MENTION.sub("@" + _ZWSP, s)
     if s.startswith("/"):
         s = _ZWSP + s
     return s
 
 
+def _fold_name(name: str | None) -> str:
+    """A display name as shown: every format and default-ignorable character removed, then
+    NFKC (fullwidth and small forms become plain ones)."""
+    return unicodedata.normalize("NFKC", strip_format(str(name or "")))
+
+
 def inert_name(name: str | None, fallback: str = "") -> str:
-    """An author label: :func:`inert_text`, markers ``(you)``/``(bot)`` de-parenthesised so
-    a display name cannot spoof them, at most :data:`NAME_MAX_CHARS` characters."""
-    s = inert_text(name) or inert_text(fallback) or "unknown"
+    """An author label: the name without format characters, NFKC-normalised, then
+    :func:`inert_text` (so no look-alike of ``(you)``/``(bot)`` is left in it: a display
+    name cannot take the marks), at most :data:`NAME_MAX_CHARS` characters."""
+    s = inert_text(_fold_name(name)) or inert_text(_fold_name(fallback)) or "unknown"
     s = s.lstrip(_ZWSP)
-    s = _MARKER_SPOOF.sub(lambda m: m.group(1), s)
     if len(s) > NAME_MAX_CHARS:
         s = s[: NAME_MAX_CHARS - 1] + _ELLIPSIS
     return s
@@ -152,7 +164,8 @@ def _line_parts(
     if m.attachment_names:
         names = ", ".join(_attachment_label(m, i) for i in range(min(5, len(m.attachment_names))))
         more = f" +{len(m.attachment_names) - 5}" if len(m.attachment_names) > 5 else ""
-        suffix = (" " if text else "") + _cut_utf8(f"(attachment: {names}{more})", 200)
+        # neutralised whole: a label ending in "(you" must not meet the closing parenthesis
+        suffix = (" " if text else "") + _cut_utf8(neutralise(f"(attachment: {names}{more})", headers=False), 200)
     return prefix, text, suffix
 
 
@@ -160,8 +173,13 @@ def _attachment_label(m: ChattoMessage, i: int) -> str:
     """``name`` or ``name [type]`` of attachment ``i`` (listed, never downloaded: the files
     of earlier messages are reference text like the rest of the block)."""
     name = inert_name(m.attachment_names[i])
-    ctype = m.attachments[i].content_type if i < len(m.attachments) else ""
-    return f"{name} [{inert_name(ctype)}]" if ctype else name
+    raw = m.attachments[i].content_type if i < len(m.attachments) else ""
+    if not raw:
+        return name
+    ctype = inert_name(raw)
+    # brackets only around the type/subtype shape: no text between brackets the plugin
+    # writes may read like a header or a mark ("[Earlier in this thread]", "[you]")
+    return f"{name} [{ctype}]" if _CONTENT_TYPE.fullmatch(ctype) else neutralise(f"{name} ({ctype})")
 
 
 def _omitted_note(n: int) -> str:
