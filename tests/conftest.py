@@ -137,3 +137,17 @@ async def chatto_world(hermes_home):
         yield world
     finally:
         await world.stop()
+
+
+@pytest.fixture(autouse=True)
+def _plugin_log_levels():
+    """Put the plugin's logger levels back after each test: connecting an adapter applies
+    ``wire_log_level`` (WARNING by default) to ``hermes_plugins.chatto.wire`` process-wide, and
+    a later test that reads the wire layer's INFO lines would see none."""
+    import logging
+
+    names = [n for n in logging.root.manager.loggerDict if n.startswith("hermes_plugins")]
+    saved = {n: logging.getLogger(n).level for n in names}
+    yield
+    for n in [n for n in logging.root.manager.loggerDict if n.startswith("hermes_plugins")]:
+        logging.getLogger(n).setLevel(saved.get(n, logging.NOTSET))
