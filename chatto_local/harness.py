@@ -542,11 +542,18 @@ class Harness:
             fh.write("".join(f"{k}={v}\n" for k, v in env.items()))
         os.chmod(home / ".env", 0o600)
 
-    async def start_peer(self, login: str, display_name: str, *, extra_platform_config: dict | None = None) -> Peer:
+    async def start_peer(
+        self,
+        login: str,
+        display_name: str,
+        *,
+        extra_platform_config: dict | None = None,
+        model: ScriptedModel | None = None,
+    ) -> Peer:
         """A second bot account (``login``, usual bot permissions, member of ``general``) served
-        by its own real ``hermes gateway run`` (own Hermes home, own :class:`ScriptedModel`),
-        with this harness' authorisation and config. Started and subscribed when this
-        returns; :meth:`stop` stops it."""
+        by its own real ``hermes gateway run`` (own Hermes home, own :class:`ScriptedModel`, or
+        ``model``, not started yet), with this harness' authorisation and config. Started and
+        subscribed when this returns; :meth:`stop` stops it."""
         bot, key = self.chatto.create_bot(login, display_name)
         from chatto_local.state import BOT_USUAL_PERMISSIONS
 
@@ -555,7 +562,7 @@ class Harness:
         self.chatto.state.grant(self.rooms["general"], bot.id, *BOT_USUAL_PERMISSIONS)
         self.users[login] = bot.id
         self.names[bot.id] = login
-        model = ScriptedModel()
+        model = model if model is not None else ScriptedModel()
         model.start()
         home = self.run_dir / f"peer-{login}" / "hermes-home"
         self._write_home_to(

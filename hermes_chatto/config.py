@@ -452,6 +452,23 @@ class ChattoSettings(BaseSettings):
         "Other bots' messages: 'none' never start a turn, 'mentions' only when they @mention the bot, "
         "'all' like a person's (they must still be authorised).",
     )
+    bot_loop_thread_turns: int = _f(
+        6,
+        "CHATTO_BOT_LOOP_THREAD_TURNS",
+        KIND_INT,
+        "With allow_bots 'mentions' or 'all': turns started by other bots in a row in one thread before the bot "
+        "stops answering bots there until a person writes in it; 0 = no limit.",
+        ge=0,
+        le=10_000,
+    )
+    bot_loop_room_turns: int = _f(
+        20,
+        "CHATTO_BOT_LOOP_ROOM_TURNS",
+        KIND_INT,
+        "The same budget for a whole room (any thread or top level), until a person writes in the room; 0 = no limit.",
+        ge=0,
+        le=10_000,
+    )
     thread_context_window: int = _f(
         20,
         "CHATTO_THREAD_CONTEXT_WINDOW",
@@ -563,7 +580,13 @@ class ChattoSettings(BaseSettings):
     def _v_bool(cls, v: Any) -> bool:
         return parse_bool(v)
 
-    @field_validator("thread_context_window", "thread_context_max_bytes", mode="before")
+    @field_validator(
+        "thread_context_window",
+        "thread_context_max_bytes",
+        "bot_loop_thread_turns",
+        "bot_loop_room_turns",
+        mode="before",
+    )
     @classmethod
     def _v_int(cls, v: Any) -> int:
         return parse_int(v)

@@ -14,7 +14,8 @@ and returns an :class:`IngressDecision` the adapter just executes.
 5. :func:`gate` — DMs always; channels when ``@<bot login>`` appears outside code
    spans/blocks and blockquotes (:func:`mentions`), in a thread the bot takes part in,
    or in a free-response room; then :func:`bot_gate` — another bot's message only as
-   ``allow_bots`` says (default ``none``);
+   ``allow_bots`` says (default ``none``), and :func:`bot_loop_gate` — at most a budget
+   of consecutive bot-to-bot turns per thread and per room, until a person speaks there;
 6. :func:`route` — DM → ``chat_type="dm"``; channel → ``"group"``; ``chat_id`` = room
    id; ``thread_id`` = thread root id; a top-level channel message that starts a turn
    carries its own id as ``thread_id`` (answered in a thread under it, as Hermes' Slack
@@ -230,7 +231,8 @@ class IngressDecision:
     ``dispatch_thread``, ``dispatch_free_response``, ``dispatch_no_mention_required``,
     ``own_message``, ``duplicate``, ``echo_row``, ``tombstone``,
     ``no_body``, ``not_addressed``, ``other_bot`` (another bot's message ``allow_bots``
-    does not admit).
+    does not admit), ``bot_loop_thread`` / ``bot_loop_room`` (another bot's message past the
+    loop budget: :func:`bot_loop_gate`, applied by the adapter, which keeps the counts).
     ``starts_thread`` is True when a top-level channel message gets ``thread_id`` = its
     own id (the reply opens a thread under it).
     """
@@ -278,6 +280,46 @@ def bot_gate(msg: ChattoMessage, reason: str, ctx: IngressContext) -> str | None
         return reason
     if ctx.allow_bots == ALLOW_BOTS_MENTIONS and reason == "dispatch_mention":
         return reason
+    return None
+
+
+# ---------------------------------------------------------------------------------
+# step 5c: the bot-to-bot loop breaker
+
+#: Default budgets of consecutive bot-to-bot turns (turns whose trigger is another bot's
+#: message, with no person's message in between): per thread and per room.
+BOT_LOOP_THREAD_TURNS, BOT_LOOP_ROOM_TURNS = 6, 20
+
+
+@dataclass(slots=True, unsafe_hash=True)  # read-only by convention; not frozen: see wire/events.py
+class BotLoopState:
+    """What the loop breaker counted (plain counts, the adapter keeps them per thread/room).
+
+    ``thread_turns`` / ``room_turns``: consecutive bot-to-bot turns the bot took in the
+    message's thread / room since a person last spoke there. ``thread_budget`` /
+    ``room_budget``: how many are allowed (0 = no limit)."""
+
+    thread_turns: int = 0
+    room_turns: int = 0
+    thread_budget: int = BOT_LOOP_THREAD_TURNS
+    room_budget: int = BOT_LOOP_ROOM_TURNS
+
+
+def bot_loop_gate(is_bot: bool, allow_bots: str, state: BotLoopState) -> str | None:
+    """Step 5c: ``None`` when a turn may start; ``"bot_loop_thread"`` / ``"bot_loop_room"``
+    when the message is another bot's and the bot already took its budget of consecutive
+    bot-to-bot turns in the thread / the room.
+
+    A person's message is never stopped (it resets the counts: the adapter's job). Only
+    ``allow_bots`` ``mentions`` and ``all`` can loop (``none`` starts no bot turn at all).
+    Two assistants that answer (or @mention) each other would otherwise talk without end: the
+    peers' shape is a hop limit (Feishu's bot-to-bot hops, Matrix's MSC4295 bounce limit)."""
+    if not is_bot or allow_bots not in (ALLOW_BOTS_MENTIONS, ALLOW_BOTS_ALL):
+        return None
+    if state.thread_budget > 0 and state.thread_turns >= state.thread_budget:
+        return "bot_loop_thread"
+    if state.room_budget > 0 and state.room_turns >= state.room_budget:
+        return "bot_loop_room"
     return None
 
 

@@ -22,7 +22,15 @@ from datetime import datetime
 from typing import Any
 
 from .. import compat
-from ..ingress import IngressContext, IngressDecision, bot_gate, decide, skip_reason
+from ..ingress import (
+    BOT_LOOP_ROOM_TURNS,
+    BOT_LOOP_THREAD_TURNS,
+    IngressContext,
+    IngressDecision,
+    bot_gate,
+    decide,
+    skip_reason,
+)
 from ..logs import get_logger
 from ..wire import events as E
 from ..wire.errors import ChattoError, ChattoNotFound
@@ -32,6 +40,7 @@ from .conn import Conn
 from .durable import DurableGate
 from .edits import EditReplacement
 from .gap import GapRecovery
+from .loops import BotLoopBreaker
 from .media import InboundMedia
 from .rooms import RoomDirectory
 from .threads import ThreadIndex
@@ -117,6 +126,13 @@ class Inbound:
         self.hold_cursor: Callable[[bool], None] = lambda on: None
         #: a turn starts once its message is on disk as seen (:mod:`.durable`), set by the facade
         self.durable: DurableGate | None = None
+        s = conn.settings
+        #: consecutive bot-to-bot turns per thread / room (:mod:`.loops`)
+        self.loops = BotLoopBreaker(
+            conn.counters,
+            thread_budget=getattr(s, "bot_loop_thread_turns", BOT_LOOP_THREAD_TURNS),
+            room_budget=getattr(s, "bot_loop_room_turns", BOT_LOOP_ROOM_TURNS),
+        )
 
     async def on_event(self, ev: Any) -> None:
         """Dispatch one typed realtime event (never raises: a bad event must not kill the socket)."""
@@ -283,6 +299,29 @@ class Inbound:
         assert author is not None
         return msg, dataclasses.replace(d, user_name=author.label, is_bot=author.is_bot)
 
+    async def _loop_gate(self, msg: ChattoMessage, d: IngressDecision) -> IngressDecision:
+        """The loop breaker (:mod:`.loops`): a person's message resets its room's and thread's
+        bot-to-bot counts; another bot's turn counts, or is dropped (``bot_loop_*``) once the
+        budget is spent. The author of a message that does not dispatch is read only while a
+        count runs in its room (to tell a person from a bot)."""
+        loops = self.loops
+        if d.dispatch:
+            if not d.is_bot:
+                loops.person_spoke(msg)
+                return d
+            why = loops.admit(msg, getattr(self._conn.settings, "allow_bots", "none"))
+            if why is None:
+                return d
+            return IngressDecision(False, why, chat_id=msg.room_id, message_id=msg.event_id)
+        if d.reason == "own_message" or not loops.watching(msg):
+            return d
+        author = msg.author or self._users.get(msg.author_id)
+        if author is None and msg.author_id:
+            author = await self._users.fetch(msg.author_id)
+        if author is not None and not author.is_bot:
+            loops.person_spoke(msg)
+        return d
+
     async def _read_full(self, thin: ChattoMessage) -> ChattoMessage | None:
         """``GetMessage`` for a message that dispatches: the body as written and its
         attachments; the thin message (with a WARNING) when the read fails but the event
@@ -328,6 +367,7 @@ class Inbound:
         d = await self._decide(msg, room)
         if d.dispatch:
             msg, d = await self._author(msg, d, room)
+        d = await self._loop_gate(msg, d)
         if d.dispatch and thin:
             full = await self._read_full(msg)
             why = "unreadable" if full is None else skip_reason(full)

@@ -178,3 +178,39 @@ def test_the_servers_mention_list_decides_when_the_message_came_with_one():
     assert decide(msg(body="see `@helper_bot`", mentions_viewer=False), CHAN, SeenSet()).reason == "not_addressed"
     assert decide(msg(body="@ops please", mentions_viewer=True), CHAN, SeenSet()).reason == "dispatch_mention"
     assert decide(msg(body="@helper_bot hi"), CHAN, SeenSet()).reason == "dispatch_mention"
+
+
+# ---------------------------------------------------------------------------------
+# the bot-to-bot loop breaker (issue 24, finding 3)
+
+
+def test_bot_loop_gate_stops_another_bot_at_the_thread_budget_then_the_room_budget():
+    from hermes_chatto.ingress import BotLoopState, bot_loop_gate
+
+    for mode in ("mentions", "all"):
+        assert bot_loop_gate(True, mode, BotLoopState(0, 0, 3, 10)) is None
+        assert bot_loop_gate(True, mode, BotLoopState(2, 9, 3, 10)) is None
+        assert bot_loop_gate(True, mode, BotLoopState(3, 3, 3, 10)) == "bot_loop_thread"
+        assert bot_loop_gate(True, mode, BotLoopState(1, 10, 3, 10)) == "bot_loop_room"
+        # 0 = no limit
+        assert bot_loop_gate(True, mode, BotLoopState(500, 500, 0, 0)) is None
+        assert bot_loop_gate(True, mode, BotLoopState(500, 3, 0, 10)) is None
+
+
+def test_bot_loop_gate_never_stops_a_person_and_is_off_when_bots_start_no_turns():
+    from hermes_chatto.ingress import BotLoopState, bot_loop_gate
+
+    spent = BotLoopState(99, 99, 3, 10)
+    assert bot_loop_gate(False, "all", spent) is None
+    assert bot_loop_gate(False, "mentions", spent) is None
+    assert bot_loop_gate(True, "none", spent) is None  # bot_gate already drops every bot
+
+
+def test_bot_loop_defaults_are_a_few_turns_per_thread_and_more_per_room():
+    from hermes_chatto.config import ChattoSettings
+    from hermes_chatto.ingress import BOT_LOOP_ROOM_TURNS, BOT_LOOP_THREAD_TURNS
+
+    assert 0 < BOT_LOOP_THREAD_TURNS < BOT_LOOP_ROOM_TURNS
+    fields = ChattoSettings.model_fields
+    assert fields["bot_loop_thread_turns"].default == BOT_LOOP_THREAD_TURNS
+    assert fields["bot_loop_room_turns"].default == BOT_LOOP_ROOM_TURNS
