@@ -586,8 +586,8 @@ class Harness:
     def child_env(self, home: Path | None = None) -> dict[str, str]:
         """Environment for Hermes subprocesses: the caller's, minus anything that could
         redirect the model or select another profile, plus ``HERMES_HOME``,
-        ``HERMES_API_TIMEOUT=30`` and (with ``nethook``) the socket-logging
-        ``sitecustomize`` on ``PYTHONPATH``."""
+        ``HERMES_API_TIMEOUT=30``, (with ``nethook``) the socket-logging ``sitecustomize`` on
+        ``PYTHONPATH``, and this checkout after it (its ``hermes_chatto`` is the plugin run)."""
         env = {
             k: v for k, v in os.environ.items() if k not in _STRIP_ENV_EXACT and not k.startswith(_STRIP_ENV_PREFIXES)
         }
@@ -605,6 +605,11 @@ class Harness:
             (hook_dir / "sitecustomize.py").write_text(NETHOOK_SOURCE)
             env["PYTHONPATH"] = str(hook_dir)
             env["NETHOOK_LOG"] = str(self.nethook_log)
+        # The gateway runs the plugin of THIS checkout (the one chatto_local is imported from),
+        # not whatever an editable install points at (a git worktree shares its venv with main).
+        checkout = Path(__file__).resolve().parents[1]
+        if (checkout / "hermes_chatto" / "__init__.py").is_file():
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), str(checkout)) if p)
         return env
 
     def hooked_processes(self) -> list[dict]:

@@ -430,6 +430,12 @@ class SendPath:
             )
         self.last_reports.append(report)
         del self.last_reports[:-LAST_REPORTS]
+        if not report.ok and not report.sent_ids and root and turn_trigger:
+            # the running turn's reply did not reach the room; the host stored the turn anyway
+            frontier = self._conn.frontier
+            if frontier is not None:
+                with self._boundary.guard("frontier.note_undelivered"):
+                    frontier.note_undelivered(chat_id, root, session_key, turn_trigger, redact(str(report.error or "")))
         ids = [i for i in report.sent_ids if i]
         for i in ids:
             self._threads.roots.put(i, root, touch=False)

@@ -460,7 +460,18 @@ class SessionLedger:
     stored row with ``cursor``/``held``/``owed`` and ``fresh=False``.
     """
 
-    __slots__ = ("session_key", "session_id", "room_id", "root_id", "view", "turns", "row", "seen_ids")
+    __slots__ = (
+        "session_key",
+        "session_id",
+        "room_id",
+        "root_id",
+        "view",
+        "turns",
+        "row",
+        "seen_ids",
+        "undelivered",
+        "notice",
+    )
 
     def __init__(
         self,
@@ -486,6 +497,10 @@ class SessionLedger:
         #: triggers and block lines that reached this session's agent (``held`` forgets ids
         #: the cursor moved past; this does not, up to REACHED_MAX): see :meth:`reached`
         self.seen_ids: BoundedSet[str] = BoundedSet(REACHED_MAX, (i for i in held if i not in owed))
+        #: staged triggers whose reply the room refused (trigger → reason): :meth:`refused`
+        self.undelivered: dict[str, str] = {}
+        #: why the session's last answer here was not delivered, for the next block (once)
+        self.notice: str | None = None
 
     @property
     def thread(self) -> ThreadKey:
@@ -537,6 +552,7 @@ class SessionLedger:
         its reply landed): its trigger and the messages its block delivered become owed —
         the next block delivers them. False when the trigger is not staged (it committed
         already, or is unknown)."""
+        self.undelivered.pop(trigger_id, None)
         ids = self.turns.take_dropped(trigger_id)
         if ids is None:
             return False
@@ -547,6 +563,33 @@ class SessionLedger:
         """The turn of ``trigger_id`` ran to its end successfully (no reply in the thread,
         or before its reply was noted). True when the row's owed list shrank."""
         return self.turns.finished(trigger_id)
+
+    def note_undelivered(self, trigger_id: str, reason: str) -> None:
+        """The reply of the staged turn ``trigger_id`` was refused before any of it landed
+        (see :meth:`refused`). Ignored for a turn that is not staged."""
+        staged = self.turns.staged
+        for k in [k for k in self.undelivered if k not in staged]:  # turns that ended otherwise
+            del self.undelivered[k]
+        if trigger_id in staged:
+            self.undelivered[trigger_id] = reason
+
+    def refused(self, trigger_id: str) -> bool:
+        """The turn of ``trigger_id`` ended without a landed reply because the room refused
+        it (:meth:`note_undelivered`). The host stored that turn anyway (hermes-agent 0.19.0
+        writes the question and the answer to the session's transcript before it delivers),
+        so nothing of it is owed: it commits like an answered turn, and the next block says
+        once that the answer was not delivered (:attr:`notice`). False when the turn's reply
+        was not refused (or it is not staged)."""
+        reason = self.undelivered.get(trigger_id)
+        if reason is None or not self.commit(trigger_id):
+            return False
+        self.notice = reason
+        return True
+
+    def take_notice(self) -> str | None:
+        """The pending not-delivered reason, once (cleared)."""
+        notice, self.notice = self.notice, None
+        return notice
 
     def owe_block(self, trigger_id: str) -> None:
         """The block computed for ``trigger_id`` never reached the agent: the messages it
@@ -604,6 +647,7 @@ class SessionLedger:
         snap = turns.staged.get(trigger_id)
         if snap is None:
             return False
+        self.undelivered.pop(trigger_id, None)
         merged, snap.merged = snap.merged, []  # queued after it, ran with it
         for k in merged:
             self.row.held[k] = None

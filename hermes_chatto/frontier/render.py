@@ -32,6 +32,7 @@ __all__ = [
     "render_block",
     "render_block_fit",
     "short_time",
+    "undelivered_line",
 ]
 
 #: First line of every block, exactly.
@@ -82,6 +83,21 @@ def inert_text(text: str | None) -> str:
     if s.startswith("/"):
         s = _ZWSP + s
     return s
+
+
+#: The one line that tells the agent its previous answer in the thread never reached the room.
+UNDELIVERED = "[Your previous answer in this thread was not delivered: {reason}]"
+UNDELIVERED_REASON_MAX_CHARS = 200
+
+
+def undelivered_line(reason: str | None) -> str:
+    """The inert notice that the session's previous answer in this thread was refused
+    (:data:`UNDELIVERED`); ``reason`` (a server's words, already redacted) is made one inert
+    line of at most :data:`UNDELIVERED_REASON_MAX_CHARS` characters, brackets as parentheses."""
+    why = inert_text(reason).replace("[", "(").replace("]", ")")
+    if len(why) > UNDELIVERED_REASON_MAX_CHARS:
+        why = why[: UNDELIVERED_REASON_MAX_CHARS - 1] + _ELLIPSIS
+    return UNDELIVERED.format(reason=why or "refused")
 
 
 def _fold_name(name: str | None) -> str:

@@ -28,7 +28,7 @@ from .plan import (
     plan_read,
     reply_positions,
 )
-from .render import render_block_fit
+from .render import render_block_fit, undelivered_line
 
 if TYPE_CHECKING:
     from ..store import FrontierRow
@@ -361,6 +361,20 @@ class ThreadFrontier:
             return
         self._sends.end(token)
 
+    def note_undelivered(
+        self, room_id: str, thread_root_event_id: str, session_key: str | None, turn_trigger: str | None, reason: str
+    ) -> None:
+        """The reply of the running turn ``turn_trigger`` of ``session_key`` in that thread was
+        refused before any chunk of it landed (``reason``: the server's words, redacted). When
+        that turn then ends without a landed reply it is not owed (the host stored it) but
+        committed, and the session's next block starts with one line saying the answer was not
+        delivered (:meth:`SessionLedger.refused`). No I/O, never raises."""
+        if not self.enabled or not session_key or not turn_trigger:
+            return
+        st = self._states.get(session_key)
+        if st is not None and st.thread == ThreadKey(room_id, thread_root_event_id):
+            st.note_undelivered(turn_trigger, reason)
+
     def turn_started(self, session_key: str, trigger_id: str, text: str, context: str | None = None) -> None:
         """The host started (or drained into a running turn) the turn of ``trigger_id``
         with message ``text`` and ``channel_context`` ``context``. Queued follow-ups the
@@ -399,6 +413,14 @@ class ThreadFrontier:
         if ok:
             if st.finished(trigger_id):
                 self._schedule_write(st)
+            return
+        if st.refused(trigger_id):
+            self.counters["turns_undelivered"] += 1
+            logger.info(
+                "Chatto frontier: the answer to %s was refused; the session keeps the turn, its next block says so",
+                trigger_id,
+            )
+            self._schedule_write(st)
             return
         waiting = self._sends.in_flight(st.thread, session_key)
         if waiting:
@@ -458,6 +480,10 @@ class ThreadFrontier:
                 return TurnStart(None, True)
             self.counters["turns"] += 1
             text, delivered = await self._reader.block(st, trigger, streamed)
+            notice = st.take_notice()
+            if notice is not None:  # the session's last answer here never reached the room
+                line = undelivered_line(notice)
+                text = line if text is None else f"{line}\n\n{text}"
             st.stage(trigger.event_id, delivered, trigger.body or "", text)
             return TurnStart(text)
 

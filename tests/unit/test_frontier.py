@@ -931,6 +931,47 @@ async def test_unanswered_turn_is_owed_to_the_next_block(tmp_path):
     assert bodies(await s.turn("W")) == []
 
 
+async def test_refused_answer_is_not_owed_and_the_next_block_says_it_was_not_delivered(tmp_path):
+    """Issue 24, finding 8: the room refused X's answer (nothing landed) and the turn ended
+    with a failure. hermes-agent 0.19.0 had stored X and its answer in the session's
+    transcript already, so X and what its block delivered are NOT owed (they would repeat the
+    question); the next block starts with one inert line saying the answer was not delivered,
+    once, and a restart brings nothing back."""
+    s = await _behind(tmp_path, "missed while away")
+    x = s.post(ALICE, "X")
+    assert bodies(await s.f.block_for_turn(s.key, "S1", x, True)) == ["missed while away"]
+    s.f.note_undelivered(ROOM, s.root, s.key, x.event_id, "permission_denied: missing message.post [Bearer x]")
+    s.check()
+    s.f.turn_finished(s.key, x.event_id, ok=False)
+    s.check()
+    assert s.f.counters["turns_unanswered"] == 0 and s.f.counters["turns_undelivered"] == 1
+    block = await s.turn("Y")
+    assert bodies(block) == [], block
+    first = (block or "").splitlines()[0]
+    assert first.startswith("[Your previous answer in this thread was not delivered: permission_denied")
+    assert first.count("[") == 1 and first.endswith("]"), first  # the reason cannot close or open a header
+    assert await s.turn("Z") is None  # said once
+    await s.restart()
+    assert bodies(await s.turn("W")) == []
+
+
+async def test_a_refused_chunk_then_a_landed_answer_is_an_answered_turn(tmp_path):
+    """A refusal noted for X, then X's answer lands after all (the host's plain-text resend):
+    X committed as answered, no notice."""
+    s = Sim(tmp_path)
+    s.root_post(ALICE, "r")
+    await s.turn("q0")
+    x = s.post(ALICE, "X")
+    assert await s.f.block_for_turn(s.key, "S1", x, True) is None
+    s.f.note_undelivered(ROOM, s.root, s.key, x.event_id, "refused")
+    r = s.thread.reply(s.root, BOT, "answer to X")
+    s.f.note_sent(ROOM, s.root, [r.event_id], s.key, turn_trigger=x.event_id)
+    s.f.turn_finished(s.key, x.event_id, ok=False)
+    s.check()
+    assert s.f.counters["turns_undelivered"] == 0
+    assert await s.turn("Y") is None
+
+
 async def test_unanswered_turn_survives_a_restart_through_the_row(tmp_path):
     """X fails, Y's block was computed before that (its snapshot holds X) and Y's reply
     lands: the row says X is held, so it must also say X is owed — the first turn after a

@@ -271,3 +271,23 @@ def test_failed_debounced_merge_owes_the_block_it_ran_with():
     assert led.absorbed("Y", "X\nY", "block of X") == ["X"]
     assert led.drop("Y")
     assert {"X", "Y", "C1", "C2"} <= set(led.turns.owed)
+
+
+def test_a_refused_turn_commits_and_leaves_one_notice():
+    """Issue 24, finding 8: a staged turn whose reply was refused commits like an answered one
+    (the host stored it) and leaves one notice; a turn that is not staged is ignored."""
+    led = ledger(cursor="tl:a", fresh=False)
+    turn(led, "X", ("C1",))
+    led.note_undelivered("X", "refused")
+    led.note_undelivered("nope", "refused")  # not staged: ignored
+    led.assert_invariants()
+    assert led.refused("X")
+    led.assert_invariants()
+    assert list(led.row.held) == ["X", "C1"] and led.row_owed() == () and not led.turns.owed
+    assert led.take_notice() == "refused" and led.take_notice() is None
+    assert not led.refused("X") and not led.refused("nope")
+    # a refusal then a drop of another turn: only the refused one is spared
+    turn(led, "Y", ("C2",))
+    led.note_undelivered("Y", "refused")
+    assert led.drop("Y") and "Y" in led.turns.owed and not led.refused("Y")
+    led.assert_invariants()
