@@ -33,6 +33,7 @@ from typing import Any
 
 from .. import compat
 from ..logs import get_logger
+from ..wire.types import ThreadKey
 from .boundary import ErrorBoundary
 from .conn import Conn
 
@@ -95,6 +96,7 @@ class RestartResume:
                 "text": getattr(event, "text", "") or "",
                 "channel_context": getattr(event, "channel_context", None),
                 "reply_to_message_id": getattr(event, "reply_to_message_id", None),
+                "delivered": self._delivered(str(mid)),
             }
         )
         await asyncio.to_thread(db.put, key, str(mid), payload)
@@ -131,14 +133,66 @@ class RestartResume:
         fields = json.loads(payload)
         self._conn.counters.bump("restart_resume_replayed")
         logger.info("Chatto: restart resume of %s: running the interrupted trigger %s again", key, mid)
+        block = fields.get("channel_context")
+        with self._boundary.guard("restart_resume.record"):
+            block = await self._record_rerun(event.source, mid, fields)
         return compat.make_event(
             text=fields.get("text") or "",
             message_type=compat.text_message_type(),
             source=event.source,
             message_id=mid,
             reply_to_message_id=fields.get("reply_to_message_id"),
-            channel_context=fields.get("channel_context"),
+            channel_context=block,
         )
+
+    def _delivered(self, trigger_id: str) -> list[str]:
+        """The ids the block of the thread turn ``trigger_id`` delivered (the frontier's staged
+        turn), kept in the in-flight record so a rerun holds them (:meth:`_record_rerun`)."""
+        turns, frontier = getattr(self._host, "turns", None), self._conn.frontier
+        skey = turns.session_of(trigger_id) if turns is not None else None
+        st = frontier.ledger(skey) if frontier is not None and skey else None
+        entry = st.turns.staged.get(trigger_id) if st is not None else None
+        return list(entry.delivered) if entry is not None else []
+
+    async def _record_rerun(self, source: Any, mid: str, fields: dict[str, Any]) -> str | None:
+        """The rerun of thread trigger ``mid`` is recorded like any turn (issue 24, finding 7):
+        the turn tracker knows its session, the frontier stages it (its reply then commits the
+        row, so the next block carries neither the trigger nor the rerun's answer). Returns the
+        block the rerun carries: none when the host's transcript already holds the interrupted
+        attempt (hermes-agent 0.19.0 stores a turn's user message, block included, before the
+        model is called), else the recorded one."""
+        block: str | None = fields.get("channel_context")
+        thread_id = getattr(source, "thread_id", None)
+        turns, frontier = getattr(self._host, "turns", None), self._conn.frontier
+        if not thread_id or turns is None or frontier is None:
+            return block
+        skey = self._host.session_key_for(source)
+        turns.remember_trigger(mid, skey)
+        sid = await turns.session_id(skey)
+        text = fields.get("text") or ""
+        if block and sid and await asyncio.to_thread(self._transcript_holds, sid, text):
+            block = None
+        await frontier.rerun_turn(
+            skey, sid, ThreadKey(source.chat_id, thread_id), mid, text, block, fields.get("delivered") or ()
+        )
+        return block
+
+    def _transcript_holds(self, session_id: str, text: str) -> bool:
+        """Whether the host's stored transcript of ``session_id`` ends with a user message that
+        carries ``text`` (the interrupted attempt, stored before the model ran)."""
+        store = compat.session_store(self._host)
+        load = getattr(store, "load_transcript", None)
+        if not callable(load) or not text.strip():
+            return False
+        try:
+            messages = load(session_id)
+        except Exception:  # noqa: BLE001 - unknown: keep the recorded block
+            return False
+        users = [m for m in messages or () if isinstance(m, dict) and m.get("role") == "user"]
+        if not users:
+            return False
+        content = users[-1].get("content")
+        return isinstance(content, str) and text.strip() in content
 
     @staticmethod
     def _stale(started_at: float) -> bool:

@@ -347,9 +347,22 @@ class SendPath:
             flat = await self._refused(client, chat_id, content, root, report)
             if flat is not None:
                 self._record(chat_id, "", flat, [], session_key, turn_trigger)
+                self._undelivered(chat_id, root, flat, session_key, turn_trigger)
                 return flat
         self._record(chat_id, root, report, noted, session_key, turn_trigger)
+        self._undelivered(chat_id, root, report, session_key, turn_trigger)
         return report
+
+    def _undelivered(
+        self, chat_id: str, root: str, report: DeliveryReport, session_key: str | None, turn_trigger: str | None
+    ) -> None:
+        """The running thread turn's reply did not reach the room at all: the host stored the
+        turn anyway, so the frontier is told (its next block says so instead of asking again)."""
+        frontier = self._conn.frontier
+        if report.ok or report.sent_ids or not root or not turn_trigger or frontier is None:
+            return
+        with self._boundary.guard("frontier.note_undelivered"):
+            frontier.note_undelivered(chat_id, root, session_key, turn_trigger, redact(str(report.error or "")))
 
     async def _refused(
         self, client: Any, chat_id: str, content: str, root: str, report: DeliveryReport
@@ -430,12 +443,6 @@ class SendPath:
             )
         self.last_reports.append(report)
         del self.last_reports[:-LAST_REPORTS]
-        if not report.ok and not report.sent_ids and root and turn_trigger:
-            # the running turn's reply did not reach the room; the host stored the turn anyway
-            frontier = self._conn.frontier
-            if frontier is not None:
-                with self._boundary.guard("frontier.note_undelivered"):
-                    frontier.note_undelivered(chat_id, root, session_key, turn_trigger, redact(str(report.error or "")))
         ids = [i for i in report.sent_ids if i]
         for i in ids:
             self._threads.roots.put(i, root, touch=False)

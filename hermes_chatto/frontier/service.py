@@ -487,6 +487,34 @@ class ThreadFrontier:
             st.stage(trigger.event_id, delivered, trigger.body or "", text)
             return TurnStart(text)
 
+    async def rerun_turn(
+        self,
+        session_key: str,
+        session_id: str | None,
+        thread: ThreadKey,
+        trigger_id: str,
+        text: str,
+        block: str | None,
+        delivered: Sequence[str] = (),
+    ) -> None:
+        """A turn interrupted by a crash runs again after the restart (``adapter/resume.py``),
+        with the ``block`` it is given (``None``: the host's transcript holds the first
+        attempt's). It is recorded like any turn: its trigger and the ids its first block
+        delivered (``delivered``, from the in-flight record) are held and staged, so its
+        reply commits the row and no later block of the session carries them or that reply
+        again. Thread context off: nothing."""
+        if not self.enabled:
+            return
+        async with self._lock_for(session_key):
+            st = await self._state_for(session_key, session_id, thread)
+            st.take_trigger(trigger_id)
+            ids = [i for i in delivered if i and i != trigger_id]
+            st.delivered_owed(ids)
+            for i in ids:
+                st.view.hold(i)
+            st.stage(trigger_id, ids, text, block)
+            self.counters["turns_rerun"] += 1
+
     async def flush(self) -> None:
         """Wait until every queued row write has finished (tests, shutdown)."""
         await self._rows.wait()
