@@ -172,7 +172,7 @@ class RestartResume:
         text = fields.get("text") or ""
         if block and sid and await asyncio.to_thread(self._transcript_holds, sid, text):
             block = None
-        await frontier.rerun_turn(
+        await frontier.recovery.rerun_turn(
             skey, sid, ThreadKey(source.chat_id, thread_id), mid, text, block, fields.get("delivered") or ()
         )
         return block

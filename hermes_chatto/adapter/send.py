@@ -362,7 +362,9 @@ class SendPath:
         if report.ok or report.sent_ids or not root or not turn_trigger or frontier is None:
             return
         with self._boundary.guard("frontier.note_undelivered"):
-            frontier.note_undelivered(chat_id, root, session_key, turn_trigger, redact(str(report.error or "")))
+            frontier.recovery.note_undelivered(
+                chat_id, root, session_key, turn_trigger, redact(str(report.error or ""))
+            )
 
     async def _refused(
         self, client: Any, chat_id: str, content: str, root: str, report: DeliveryReport

@@ -270,6 +270,7 @@ class ThreadFrontier:
         self._tasks: set[asyncio.Task[None]] = set()
         self._sends = _Sends()
         self._reader = _BlockReader(self)
+        self.recovery = Recovery(self)  # refused answers, reruns after a crash
 
     # ------------------------------------------------------------------ hooks
 
@@ -361,20 +362,6 @@ class ThreadFrontier:
             return
         self._sends.end(token)
 
-    def note_undelivered(
-        self, room_id: str, thread_root_event_id: str, session_key: str | None, turn_trigger: str | None, reason: str
-    ) -> None:
-        """The reply of the running turn ``turn_trigger`` of ``session_key`` in that thread was
-        refused before any chunk of it landed (``reason``: the server's words, redacted). When
-        that turn then ends without a landed reply it is not owed (the host stored it) but
-        committed, and the session's next block starts with one line saying the answer was not
-        delivered (:meth:`SessionLedger.refused`). No I/O, never raises."""
-        if not self.enabled or not session_key or not turn_trigger:
-            return
-        st = self._states.get(session_key)
-        if st is not None and st.thread == ThreadKey(room_id, thread_root_event_id):
-            st.note_undelivered(turn_trigger, reason)
-
     def turn_started(self, session_key: str, trigger_id: str, text: str, context: str | None = None) -> None:
         """The host started (or drained into a running turn) the turn of ``trigger_id``
         with message ``text`` and ``channel_context`` ``context``. Queued follow-ups the
@@ -414,13 +401,7 @@ class ThreadFrontier:
             if st.finished(trigger_id):
                 self._schedule_write(st)
             return
-        if st.refused(trigger_id):
-            self.counters["turns_undelivered"] += 1
-            logger.info(
-                "Chatto frontier: the answer to %s was refused; the session keeps the turn, its next block says so",
-                trigger_id,
-            )
-            self._schedule_write(st)
+        if self.recovery.refused(st, trigger_id):  # the host stored the turn: nothing is owed
             return
         waiting = self._sends.in_flight(st.thread, session_key)
         if waiting:
@@ -480,40 +461,9 @@ class ThreadFrontier:
                 return TurnStart(None, True)
             self.counters["turns"] += 1
             text, delivered = await self._reader.block(st, trigger, streamed)
-            notice = st.take_notice()
-            if notice is not None:  # the session's last answer here never reached the room
-                line = undelivered_line(notice)
-                text = line if text is None else f"{line}\n\n{text}"
+            text = _with_notice(st.take_notice(), text)
             st.stage(trigger.event_id, delivered, trigger.body or "", text)
             return TurnStart(text)
-
-    async def rerun_turn(
-        self,
-        session_key: str,
-        session_id: str | None,
-        thread: ThreadKey,
-        trigger_id: str,
-        text: str,
-        block: str | None,
-        delivered: Sequence[str] = (),
-    ) -> None:
-        """A turn interrupted by a crash runs again after the restart (``adapter/resume.py``),
-        with the ``block`` it is given (``None``: the host's transcript holds the first
-        attempt's). It is recorded like any turn: its trigger and the ids its first block
-        delivered (``delivered``, from the in-flight record) are held and staged, so its
-        reply commits the row and no later block of the session carries them or that reply
-        again. Thread context off: nothing."""
-        if not self.enabled:
-            return
-        async with self._lock_for(session_key):
-            st = await self._state_for(session_key, session_id, thread)
-            st.take_trigger(trigger_id)
-            ids = [i for i in delivered if i and i != trigger_id]
-            st.delivered_owed(ids)
-            for i in ids:
-                st.view.hold(i)
-            st.stage(trigger_id, ids, text, block)
-            self.counters["turns_rerun"] += 1
 
     async def flush(self) -> None:
         """Wait until every queued row write has finished (tests, shutdown)."""
@@ -700,6 +650,76 @@ class ThreadFrontier:
                 st.note_own(i)
             self._register(st)
             self._schedule_write(st)
+
+
+def _with_notice(notice: str | None, block: str | None) -> str | None:
+    """``block`` with the not-delivered line in front when the session's last answer in the
+    thread never reached the room (:meth:`SessionLedger.refused`)."""
+    if notice is None:
+        return block
+    line = undelivered_line(notice)
+    return line if block is None else f"{line}\n\n{block}"
+
+
+class Recovery:
+    """The part of :class:`ThreadFrontier` for turns the host stored although the room never
+    saw their answer (issue 24): a refused reply (:meth:`note_undelivered`, :meth:`refused`)
+    and a turn rerun after a crash (:meth:`rerun_turn`). Reached as ``frontier.recovery``."""
+
+    def __init__(self, frontier: ThreadFrontier) -> None:
+        self._f = frontier
+
+    def note_undelivered(
+        self, room_id: str, thread_root_event_id: str, session_key: str | None, turn_trigger: str | None, reason: str
+    ) -> None:
+        """The reply of the running turn ``turn_trigger`` of ``session_key`` in that thread was
+        refused before any chunk of it landed (``reason``: the server's words, redacted). When
+        that turn then ends without a landed reply it is not owed (the host stored it) but
+        committed, and the session's next block starts with one line saying the answer was not
+        delivered (:meth:`SessionLedger.refused`). No I/O, never raises."""
+        f = self._f
+        st = f._states.get(session_key) if f.enabled and session_key and turn_trigger else None
+        if st is not None and turn_trigger and st.thread == ThreadKey(room_id, thread_root_event_id):
+            st.note_undelivered(turn_trigger, reason)
+
+    def refused(self, st: SessionLedger, trigger_id: str) -> bool:
+        """:meth:`ThreadFrontier.turn_finished` with a failure: True (row write scheduled) when
+        the turn's reply was refused and it committed instead of being owed."""
+        if not st.refused(trigger_id):
+            return False
+        self._f.counters["turns_undelivered"] += 1
+        logger.info("Chatto frontier: the answer to %s was refused; its next block says so", trigger_id)
+        self._f._schedule_write(st)
+        return True
+
+    async def rerun_turn(
+        self,
+        session_key: str,
+        session_id: str | None,
+        thread: ThreadKey,
+        trigger_id: str,
+        text: str,
+        block: str | None,
+        delivered: Sequence[str] = (),
+    ) -> None:
+        """A turn interrupted by a crash runs again after the restart (``adapter/resume.py``),
+        with the ``block`` it is given (``None``: the host's transcript holds the first
+        attempt's). It is recorded like any turn: its trigger and the ids its first block
+        delivered (``delivered``, from the in-flight record) are held and staged, so its
+        reply commits the row and no later block of the session carries them or that reply
+        again. Thread context off: nothing."""
+        f = self._f
+        if not f.enabled:
+            return
+        async with f._lock_for(session_key):
+            st = await f._state_for(session_key, session_id, thread)
+            st.take_trigger(trigger_id)
+            ids = [i for i in delivered if i and i != trigger_id]
+            st.delivered_owed(ids)
+            for i in ids:
+                st.view.hold(i)
+            st.stage(trigger_id, ids, text, block)
+            f.counters["turns_rerun"] += 1
 
 
 class _BlockReader:

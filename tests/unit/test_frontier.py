@@ -940,7 +940,7 @@ async def test_refused_answer_is_not_owed_and_the_next_block_says_it_was_not_del
     s = await _behind(tmp_path, "missed while away")
     x = s.post(ALICE, "X")
     assert bodies(await s.f.block_for_turn(s.key, "S1", x, True)) == ["missed while away"]
-    s.f.note_undelivered(ROOM, s.root, s.key, x.event_id, "permission_denied: missing message.post [Bearer x]")
+    s.f.recovery.note_undelivered(ROOM, s.root, s.key, x.event_id, "permission_denied: missing message.post [Bearer x]")
     s.check()
     s.f.turn_finished(s.key, x.event_id, ok=False)
     s.check()
@@ -963,7 +963,7 @@ async def test_a_refused_chunk_then_a_landed_answer_is_an_answered_turn(tmp_path
     await s.turn("q0")
     x = s.post(ALICE, "X")
     assert await s.f.block_for_turn(s.key, "S1", x, True) is None
-    s.f.note_undelivered(ROOM, s.root, s.key, x.event_id, "refused")
+    s.f.recovery.note_undelivered(ROOM, s.root, s.key, x.event_id, "refused")
     r = s.thread.reply(s.root, BOT, "answer to X")
     s.f.note_sent(ROOM, s.root, [r.event_id], s.key, turn_trigger=x.event_id)
     s.f.turn_finished(s.key, x.event_id, ok=False)
