@@ -93,3 +93,64 @@ def test_other_events_pass_through(tmp_path):
         assert await unit.rewrite(bg) is bg
 
     asyncio.run(body())
+
+
+class _Turns:
+    def __init__(self):
+        self.triggers = {}
+
+    def remember_trigger(self, event_id, key):
+        self.triggers[event_id] = key
+
+    def session_of(self, trigger_id):
+        return self.triggers.get(trigger_id)
+
+    async def session_id(self, key):
+        return "S1"
+
+
+class _Recovery:
+    def __init__(self):
+        self.reruns = []
+
+    async def rerun_turn(self, *args):
+        self.reruns.append(args)
+
+
+def test_a_rerun_is_recorded_in_the_frontier_and_drops_a_block_the_transcript_holds(tmp_path):
+    """Issue 24, finding 7: the rerun is mapped to its session and staged in the frontier (its
+    reply then commits the row); its recorded block is not sent again when the host's transcript
+    already ends with the interrupted attempt, and is when it does not."""
+
+    async def body(transcript, expect_block):
+        unit, host = _unit(tmp_path / str(expect_block))
+        host.turns = _Turns()
+        host.session_key_for = lambda source: "agent:main:chatto:group:R1:E2"
+        host._session_store.load_transcript = lambda sid: transcript
+        recovery = _Recovery()
+        unit._conn.frontier = SimpleNamespace(recovery=recovery, ledger=lambda key: None)
+        trig = MessageEvent(
+            text="[Alice] deploy?",
+            message_type=MessageType.TEXT,
+            source=_source("E2"),
+            message_id="E3",
+            channel_context="[Earlier in this thread]\n> Bob: x",
+        )
+        await unit.started(trig)
+        ev = await unit.rewrite(_resume_event("E2"))
+        assert ev is not None and ev.message_id == "E3"
+        assert ev.channel_context == ("[Earlier in this thread]\n> Bob: x" if expect_block else None)
+        assert host.turns.triggers == {"E3": "agent:main:chatto:group:R1:E2"}
+        ((key, sid, thread, mid, text, block, delivered),) = recovery.reruns
+        assert (key, sid, tuple(thread), mid, text, block) == (
+            "agent:main:chatto:group:R1:E2",
+            "S1",
+            ("R1", "E2"),
+            "E3",
+            "[Alice] deploy?",
+            ev.channel_context,
+        )
+
+    held = [{"role": "user", "content": "[Earlier in this thread]\n> Bob: x\n\n[New message]\n[Alice] deploy?"}]
+    asyncio.run(body(held, False))
+    asyncio.run(body([{"role": "user", "content": "[Alice] an older question"}], True))
