@@ -303,7 +303,8 @@ class HostPrivate:
     ``owner``: ``"module:Class"``; ``kind``: ``"dict"`` (an instance attribute holding a
     ``dict``, set in ``__init__``), ``"attr"`` (an instance attribute set by a public setter),
     ``"method"`` / ``"async method"``, ``"newer method"`` (absent on the version checked, used
-    when a newer host has it), ``"store dict"`` / ``"store attr"`` (``SessionStore`` instance
+    when a newer host has it), ``"module function"`` / ``"newer module function"`` (a private
+    function of module ``owner`` = ``"module:"``), ``"store dict"`` / ``"store attr"`` (``SessionStore`` instance
     attributes); ``params``: a method's parameter names after ``self``
     (in order; the contract test compares them); ``checked_on``: hermes-agent version."""
 
@@ -350,6 +351,18 @@ HOST_PRIVATES: tuple[HostPrivate, ...] = (
     # newer hosts only (absent on 0.19.0): used when present, else the public build_session_key
     HostPrivate(_BASE, "_event_session_key", "newer method", why="guard key of an event (guard_key)"),
     HostPrivate(_BASE, "_source_session_key", "newer method", why="session key of a source (session_key)"),
+    HostPrivate(
+        "tools.approval:",
+        "_get_approval_timeout",
+        "module function",
+        why="seconds an exec approval waits, as the prompt says (approval_timeout_s)",
+    ),
+    HostPrivate(
+        "tools.approval_context:",
+        "_get_approval_timeout",
+        "newer module function",
+        why="the same on hermes-agent main (default 300 s; commit 079b5a95)",
+    ),
     # SessionStore internals read by session_id_for (0.19.0 has no public lookup that
     # neither creates a session nor ignores a pending reset)
     HostPrivate(_STORE, "_entries", "store dict", why="session key -> SessionEntry, read under _lock"),

@@ -32,6 +32,8 @@ EXPECTED_NAMES = {
     "ack_reaction": ("CHATTO_ACK_REACTION", "ack_reaction"),
     "done_reaction": ("CHATTO_DONE_REACTION", "done_reaction"),
     "failed_reaction": ("CHATTO_FAILED_REACTION", "failed_reaction"),
+    "thread_require_mention": ("CHATTO_THREAD_REQUIRE_MENTION", "thread_require_mention"),
+    "reaction_triggers": ("CHATTO_REACTION_TRIGGERS", "reaction_triggers"),
     "allow_bots": ("CHATTO_ALLOW_BOTS", "allow_bots"),
     "thread_context_window": ("CHATTO_THREAD_CONTEXT_WINDOW", "thread_context_window"),
     "thread_context_max_bytes": ("CHATTO_THREAD_CONTEXT_MAX_BYTES", "thread_context_max_bytes"),
