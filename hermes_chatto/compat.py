@@ -303,7 +303,8 @@ class HostPrivate:
     ``owner``: ``"module:Class"``; ``kind``: ``"dict"`` (an instance attribute holding a
     ``dict``, set in ``__init__``), ``"attr"`` (an instance attribute set by a public setter),
     ``"method"`` / ``"async method"``, ``"newer method"`` (absent on the version checked, used
-    when a newer host has it), ``"store dict"`` / ``"store attr"`` (``SessionStore`` instance
+    when a newer host has it), ``"module function"`` / ``"newer module function"`` (a private
+    function of module ``owner`` = ``"module:"``), ``"store dict"`` / ``"store attr"`` (``SessionStore`` instance
     attributes); ``params``: a method's parameter names after ``self``
     (in order; the contract test compares them); ``checked_on``: hermes-agent version."""
 
@@ -350,6 +351,18 @@ HOST_PRIVATES: tuple[HostPrivate, ...] = (
     # newer hosts only (absent on 0.19.0): used when present, else the public build_session_key
     HostPrivate(_BASE, "_event_session_key", "newer method", why="guard key of an event (guard_key)"),
     HostPrivate(_BASE, "_source_session_key", "newer method", why="session key of a source (session_key)"),
+    HostPrivate(
+        "tools.approval:",
+        "_get_approval_timeout",
+        "module function",
+        why="seconds an exec approval waits, as the prompt says (approval_timeout_s)",
+    ),
+    HostPrivate(
+        "tools.approval_context:",
+        "_get_approval_timeout",
+        "newer module function",
+        why="the same on hermes-agent main (default 300 s; commit 079b5a95)",
+    ),
     # SessionStore internals read by session_id_for (0.19.0 has no public lookup that
     # neither creates a session nor ignores a pending reset)
     HostPrivate(_STORE, "_entries", "store dict", why="session key -> SessionEntry, read under _lock"),
@@ -476,9 +489,34 @@ def failure_outcome() -> Any:
     return ProcessingOutcome.FAILURE
 
 
+#: Where newer hosts say how long an exec approval waits (first found wins). hermes-agent main
+#: (0.21.x): ``gateway/platforms/base_exec_approval.py`` ``approval_timeout_seconds()`` (public,
+#: commit 13d73af8) over ``tools/approval_context.py`` ``_get_approval_timeout()`` (default 300 s,
+#: commit 079b5a95); 0.19.0: ``tools/approval.py`` ``_get_approval_timeout()`` (default 60 s).
+APPROVAL_TIMEOUT_SOURCES = (
+    ("gateway.platforms.base_exec_approval", "approval_timeout_seconds"),
+    ("tools.approval_context", "_get_approval_timeout"),
+    ("tools.approval", "_get_approval_timeout"),
+)
+
+
 def approval_timeout_s() -> int:
-    """Seconds the host waits for an exec approval (``approvals.timeout`` in ``config.yaml``;
-    hermes-agent's default is 60), read through the public ``hermes_cli.config``."""
+    """Seconds the host waits for an exec approval, asked of the host itself (feature
+    detection over :data:`APPROVAL_TIMEOUT_SOURCES`: newer hosts default to 300 s, 0.19.0 to
+    60 s); without any of them ``approvals.timeout`` from ``config.yaml`` (public
+    ``hermes_cli.config``), default 60."""
+    import importlib
+
+    for module, name in APPROVAL_TIMEOUT_SOURCES:
+        try:
+            fn = getattr(importlib.import_module(module), name, None)
+        except Exception:  # noqa: BLE001 - not this host: ask the next source
+            continue
+        if callable(fn):
+            try:
+                return int(fn())
+            except Exception:  # noqa: BLE001 - the prompt's wording only
+                break
     try:
         from hermes_cli.config import load_config
 
@@ -487,19 +525,43 @@ def approval_timeout_s() -> int:
         return 60
 
 
-def resolve_approval(session_key: str, choice: str) -> int:
+def _accepts(fn: Any, name: str) -> bool:
+    """Whether callable ``fn`` takes keyword ``name`` (or ``**kwargs``)."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def resolve_approval(session_key: str, choice: str, *, request_id: str = "", reason: str = "") -> int:
     """``tools.approval.resolve_gateway_approval(session_key, choice)`` (public; ``choice``
-    ``once``/``session``/``always``/``deny``): how many waiting approvals it unblocked."""
+    ``once``/``session``/``always``/``deny``): how many waiting approvals it unblocked.
+
+    ``request_id`` / ``reason`` are passed only to a host whose function takes them
+    (hermes-agent main ``tools/approval.py`` commit 00067189: ``resolve_gateway_approval(
+    session_key, choice, resolve_all=False, reason=None, request_id=None)``; with a
+    ``request_id`` it resolves that request, not the session's oldest). 0.19.0 takes neither:
+    it resolves the oldest (FIFO)."""
     from tools.approval import resolve_gateway_approval
 
-    return int(resolve_gateway_approval(session_key, choice))
+    kw: dict[str, Any] = {}
+    if request_id and _accepts(resolve_gateway_approval, "request_id"):
+        kw["request_id"] = request_id
+    if reason and _accepts(resolve_gateway_approval, "reason"):
+        kw["reason"] = reason
+    return int(resolve_gateway_approval(session_key, choice, **kw))
 
 
 def exec_approval_prompt_args(prompt: Any) -> dict[str, Any]:
     """The fields of a newer host's ``ExecApprovalPrompt`` (passed to
     ``_send_exec_approval_prompt``; hermes-agent > 0.19.0) as :meth:`send_exec_approval`
     keyword arguments, read by feature detection (a missing field takes its 0.19.0
-    default; its action list decides which answers are offered)."""
+    default; its action list decides which answers are offered). ``request_id`` (hermes-agent
+    main ``gateway/platforms/base_approval_prompt.py`` commit 2328a687 builds the prompt with
+    it) is kept, so an answer resolves its own request."""
     actions = [str(a[1]) for a in (getattr(prompt, "actions", None) or ()) if len(a) > 1]
     return {
         "chat_id": str(getattr(prompt, "chat_id", "") or ""),
@@ -510,7 +572,80 @@ def exec_approval_prompt_args(prompt: Any) -> dict[str, Any]:
         "allow_permanent": ("always" in actions) if actions else bool(getattr(prompt, "allow_permanent", True)),
         "allow_session": ("session" in actions) if actions else bool(getattr(prompt, "allow_session", True)),
         "smart_denied": bool(getattr(prompt, "smart_denied", False)),
+        "request_id": str(getattr(prompt, "request_id", "") or ""),
     }
+
+
+def redelivery_markers() -> tuple[str, ...]:
+    """The prefixes the host's delivery ledger puts on a reply it sends again
+    (``gateway/delivery_ledger.py``): ``RECOVERED_MARKER`` (0.19.0: after a restart), and on
+    newer hosts ``RECONNECTED_MARKER`` (after a reconnect) and ``FLOOD_MARKER`` (after a
+    flood-control refusal; hermes-agent main commit 03b160ef). Whatever this host defines,
+    plus the texts of those three as published (a reply may have been queued by another
+    version); longest first."""
+    found: list[str] = list(KNOWN_REDELIVERY_MARKERS)
+    try:
+        import gateway.delivery_ledger as ledger
+
+        for name in ("RECOVERED_MARKER", "RECONNECTED_MARKER", "FLOOD_MARKER"):
+            v = getattr(ledger, name, None)
+            if isinstance(v, str) and v and v not in found:
+                found.append(v)
+    except Exception:  # noqa: BLE001 - no ledger: the published texts
+        pass
+    return tuple(sorted(found, key=len, reverse=True))
+
+
+#: The ledger's markers as hermes-agent published them (0.19.0 ``RECOVERED_MARKER``; main
+#: ``RECONNECTED_MARKER`` and ``FLOOD_MARKER``, ``gateway/delivery_ledger.py`` commit 03b160ef).
+KNOWN_REDELIVERY_MARKERS = (
+    "\u267b\ufe0f Recovered reply \u2014 the gateway restarted during delivery, so this may be a duplicate:\n\n",
+    "\u267b\ufe0f Recovered reply \u2014 the messaging platform reconnected after the original "
+    "delivery failed, so this may be a duplicate:\n\n",
+    "\u267b\ufe0f Recovered reply \u2014 the messaging platform's rate limit refused the original, so part of "
+    "it may already have arrived above:\n\n",
+)
+
+
+def flood_error_prefix() -> str | None:
+    """``"flood_control:"`` when this host's delivery ledger retries a final reply refused by
+    flood control after the wait the adapter names (hermes-agent main
+    ``gateway/delivery_ledger.py`` commit 03b160ef: ``FLOOD_ERROR_PREFIX``, ``is_flood_error``,
+    ``flood_wait_seconds``); ``None`` on hosts without that contract (0.19.0: its
+    ``_send_with_retry`` honours ``SendResult.retry_after`` instead)."""
+    try:
+        import gateway.delivery_ledger as ledger
+    except Exception:  # noqa: BLE001 - no ledger, no contract
+        return None
+    prefix = getattr(ledger, "FLOOD_ERROR_PREFIX", None)
+    if isinstance(prefix, str) and prefix and callable(getattr(ledger, "is_flood_error", None)):
+        return prefix
+    return None
+
+
+def channel_prompt_and_skills(extra: Any, room_id: str, thread_id: str | None) -> tuple[str | None, list[str] | None]:
+    """``(channel_prompt, auto_skill)`` of a turn in ``room_id`` / ``thread_id`` from the
+    platform's ``channel_prompts`` / ``channel_skill_bindings`` (``PlatformConfig.extra``),
+    resolved by the host's own public helpers ``gateway.platforms.base.resolve_channel_prompt``
+    / ``resolve_channel_skills`` exactly as its Discord adapter calls them for a thread:
+    the thread root id first, its room id as the parent (a DM or a flat message: the room
+    id). ``(None, None)`` when this host has no such helper or nothing matches."""
+    if not isinstance(extra, dict) or not room_id:
+        return None, None
+    key, parent = (thread_id, room_id) if thread_id else (room_id, None)
+    prompt: str | None = None
+    skills: list[str] | None = None
+    try:
+        from gateway.platforms import base
+    except Exception:  # noqa: BLE001 - no host: nothing to resolve
+        return None, None
+    resolve_prompt = getattr(base, "resolve_channel_prompt", None)
+    resolve_skills = getattr(base, "resolve_channel_skills", None)
+    if callable(resolve_prompt):
+        prompt = resolve_prompt(extra, key, parent)
+    if callable(resolve_skills):
+        skills = resolve_skills(extra, key, parent)
+    return prompt, skills
 
 
 def classify_send_error(err: BaseException | None, text: str) -> str:

@@ -445,6 +445,20 @@ class ChattoSettings(BaseSettings):
         KIND_STR,
         "Reaction (gemoji shortcode) on the message when its turn failed; 'off' disables.",
     )
+    thread_require_mention: bool = _f(
+        False,
+        "CHATTO_THREAD_REQUIRE_MENTION",
+        KIND_BOOL,
+        "In channel threads, answer only messages that @mention the bot, even in threads it takes part in "
+        "(rooms with several bots, busy threads); free-response rooms and require_mention off are not affected.",
+    )
+    reaction_triggers: list[str] = _f(
+        [],
+        "CHATTO_REACTION_TRIGGERS",
+        KIND_LIST,
+        "Reactions (gemoji shortcodes) that start a turn 'reaction:added:<name>' on the message they are on, "
+        "under the same rules as a message; empty = off. Approval prompts keep their own reactions.",
+    )
     allow_bots: str = _f(
         "none",
         "CHATTO_ALLOW_BOTS",
@@ -575,7 +589,17 @@ class ChattoSettings(BaseSettings):
     def _v_list(cls, v: Any) -> list[str]:
         return parse_list(v)
 
-    @field_validator("allow_all_users", "require_mention", "reply_in_thread", mode="before")
+    @field_validator("reaction_triggers", mode="before")
+    @classmethod
+    def _v_reaction_list(cls, v: Any) -> list[str]:
+        out: list[str] = []
+        for item in parse_list(v):
+            name = parse_reaction(item)
+            if name and name not in out:
+                out.append(name)
+        return out
+
+    @field_validator("allow_all_users", "require_mention", "reply_in_thread", "thread_require_mention", mode="before")
     @classmethod
     def _v_bool(cls, v: Any) -> bool:
         return parse_bool(v)

@@ -21,7 +21,8 @@ and returns an :class:`IngressDecision` the adapter just executes.
    carries its own id as ``thread_id`` (answered in a thread under it, as Hermes' Slack
    adapter does) unless ``reply_in_thread`` is off.
 
-Reactions are not turns (acks are handled by the adapter). No I/O, no Hermes import.
+Reactions start a turn only when configured (``reaction_triggers``): :func:`decide_reaction`
+applies the same gates to the reactor and the reacted message. No I/O, no Hermes import.
 """
 
 from __future__ import annotations
@@ -208,7 +209,8 @@ class IngressContext:
     posted there, the root is its own, or a session exists for the thread);
     ``free_response`` means the room is configured to answer without a mention.
     ``allow_bots`` (:data:`ALLOW_BOTS_VALUES`) says which messages of *other* bots may
-    start a turn (:func:`bot_gate`).
+    start a turn (:func:`bot_gate`). ``thread_require_mention``: in a channel thread only a
+    message that mentions the bot starts a turn (:func:`strict_thread_gate`).
     """
 
     bot_user_id: str
@@ -221,6 +223,7 @@ class IngressContext:
     reply_in_thread: bool = True
     recently_created: Container[str] = field(default_factory=frozenset)
     allow_bots: str = ALLOW_BOTS_NONE
+    thread_require_mention: bool = False
 
 
 @dataclass(slots=True, unsafe_hash=True)  # read-only by convention; not frozen: see wire/events.py
@@ -323,6 +326,21 @@ def bot_loop_gate(is_bot: bool, allow_bots: str, state: BotLoopState) -> str | N
     return None
 
 
+def strict_thread_gate(msg: ChattoMessage, reason: str, ctx: IngressContext) -> str | None:
+    """Step 5a, ``thread_require_mention`` on: a channel thread reply starts a turn only when
+    it mentions the bot (``reason`` ``dispatch_mention``), even in a thread the bot takes part
+    in; a free-response room and ``require_mention`` off still answer without one (as
+    hermes-agent's Matrix ``thread_require_mention`` and Slack ``strict_mention``). DMs and
+    top-level channel messages are not affected. Returns the reason, or ``None`` (drop)."""
+    if reason != "dispatch_thread" or not msg.thread_root_event_id or ctx.room_kind == ROOM_KIND_DM:
+        return reason
+    if ctx.free_response:
+        return "dispatch_free_response"
+    if not ctx.require_mention:
+        return "dispatch_no_mention_required"
+    return None
+
+
 def route(msg: ChattoMessage, ctx: IngressContext) -> tuple[str, str, str | None, bool]:
     """Step 6: ``(chat_type, chat_id, thread_id, starts_thread)``.
 
@@ -368,6 +386,8 @@ def decide(
     if why is not None:
         return _drop(why, msg)
     reason = gate(msg, ctx)
+    if reason is not None and ctx.thread_require_mention:
+        reason = strict_thread_gate(msg, reason, ctx)
     if reason is None:
         return _drop("not_addressed", msg)
     if bot_gate(msg, reason, ctx) is None:
@@ -385,6 +405,107 @@ def decide(
         (author.label if author is not None else msg.author_id),
         bool(author.is_bot) if author is not None else False,
         msg.body or "",
+        msg.event_id,
+        starts,
+    )
+
+
+# ---------------------------------------------------------------------------------
+# reaction triggers
+
+#: The turn text of a reaction trigger: ``reaction:added:<shortcode>``, named as hermes-agent's
+#: Slack (``reaction_triggers``, PR #70195) and Feishu adapters name theirs.
+REACTION_TURN_PREFIX = "reaction:added:"
+
+
+def reaction_turn_text(shortcode: str) -> str:
+    """``"reaction:added:<shortcode>"``: the text of the turn a trigger reaction starts."""
+    return REACTION_TURN_PREFIX + shortcode
+
+
+@dataclass(slots=True, unsafe_hash=True)  # read-only by convention; not frozen: see wire/events.py
+class Reaction:
+    """A reaction as ingress judges it: ``shortcode`` added (``added``) by ``user_id`` on
+    ``msg`` (``None``: the message could not be read); ``user_is_bot``: the reactor is a bot
+    account; ``user_allowed``: the host authorises the reactor (``False`` only when its check
+    refuses them); ``on_prompt``: the message is one of the bot's approval prompts."""
+
+    shortcode: str
+    user_id: str
+    added: bool = True
+    msg: ChattoMessage | None = None
+    user_is_bot: bool = False
+    user_allowed: bool = True
+    on_prompt: bool = False
+
+
+def reaction_gate(r: Reaction, ctx: IngressContext, triggers: Container[str]) -> str | None:
+    """Whether a reaction starts a turn: ``None`` when it does, else the drop reason.
+
+    The same gates as a message: only an *added* reaction whose shortcode is one of
+    ``triggers`` (``reaction_removed``, ``not_a_trigger``); never the bot's own
+    (``own_reaction``), another bot's only with ``allow_bots: all`` (``other_bot``: a
+    reaction cannot mention, so ``mentions`` does not admit it); never on an approval
+    prompt (``approval_prompt``: its reactions are answers); the reactor must be authorised
+    (``not_allowed``); the message must be readable and a real message (``no_message`` and
+    :func:`skip_reason`'s slugs); and it must be one the bot serves (``not_addressed``): in
+    a DM, on the bot's own message or one that mentions it, in a thread the bot takes part
+    in (unless ``thread_require_mention``), in a free-response room, or with
+    ``require_mention`` off."""
+    if not r.added:
+        return "reaction_removed"
+    if r.shortcode not in triggers:
+        return "not_a_trigger"
+    if ctx.bot_user_id and r.user_id == ctx.bot_user_id:
+        return "own_reaction"
+    if r.user_is_bot and ctx.allow_bots != ALLOW_BOTS_ALL:
+        return "other_bot"
+    if r.on_prompt:
+        return "approval_prompt"
+    if not r.user_allowed:
+        return "not_allowed"
+    msg = r.msg
+    if msg is None:
+        return "no_message"
+    why = skip_reason(msg)
+    if why is not None:
+        return why
+    if ctx.room_kind == ROOM_KIND_DM:
+        return None
+    own = bool(ctx.bot_user_id) and msg.author_id == ctx.bot_user_id
+    mv = msg.mentions_viewer
+    if own or mv or (mv is None and mentions(msg.body, ctx.bot_login)):
+        return None
+    if msg.thread_root_event_id and ctx.bot_in_thread and not ctx.thread_require_mention:
+        return None
+    if ctx.free_response or not ctx.require_mention:
+        return None
+    return "not_addressed"
+
+
+def decide_reaction(r: Reaction, ctx: IngressContext, triggers: Container[str]) -> IngressDecision:
+    """:func:`reaction_gate`, then the turn: text ``reaction:added:<shortcode>``, the reactor
+    as its user (``user_name`` = their id until the adapter knows their name), routed like
+    the reacted message (:func:`route`: its thread, a thread under a top-level channel message
+    when ``reply_in_thread``, flat in a DM); ``message_id`` = the reacted message."""
+    msg = r.msg
+    why = reaction_gate(r, ctx, triggers)
+    if why is not None or msg is None:
+        return IngressDecision(
+            False, why or "no_message", chat_id=msg.room_id if msg else "", message_id=msg.event_id if msg else ""
+        )
+    chat_type, chat_id, thread_id, starts = route(msg, ctx)
+    return IngressDecision(
+        True,
+        "dispatch_reaction",
+        chat_type,
+        chat_id,
+        ctx.room_name or None,
+        thread_id,
+        r.user_id,
+        r.user_id,
+        r.user_is_bot,
+        reaction_turn_text(r.shortcode),
         msg.event_id,
         starts,
     )

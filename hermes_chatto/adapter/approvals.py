@@ -4,8 +4,11 @@ When the agent wants to run a command the host flags as dangerous, hermes-agent 
 adapter's ``send_exec_approval`` (0.19.0 ``gateway/run.py`` ``_approval_notify_sync``;
 newer hosts probe ``supports_exec_approval_buttons`` first and may call
 ``_send_exec_approval_prompt``; both reach :meth:`ExecApprovals.prompt`). The agent's
-thread then waits (``approvals.timeout`` in ``config.yaml``, 60 s by default) for
-``tools.approval.resolve_gateway_approval``.
+thread then waits (``approvals.timeout`` in ``config.yaml``; the host's own default: 60 s on
+0.19.0, 300 s on newer hosts, asked of the host by :func:`compat.approval_timeout_s`) for
+``tools.approval.resolve_gateway_approval``. A newer host names each request
+(``request_id``); a reaction then resolves the request of the prompt it is on, not the
+session's oldest (0.19.0 has no ids: the oldest).
 
 * **The prompt** is posted where the turn runs (its thread, or the DM) through the one send
   path: the command as the host passes it (already redacted), why it was flagged, who may
@@ -44,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import compat, emoji
-from ..bounded import BoundedMap
+from ..bounded import BoundedMap, BoundedSet
 from ..logs import get_logger
 from .conn import Conn
 
@@ -69,6 +72,10 @@ PENDING_CAPACITY = 256
 #: Characters of the command shown in the prompt (the host's own prompt budget).
 COMMAND_BUDGET = 3000
 _TYPED = re.compile(r"^\s*/(approve|deny)\b\s*(\w+)?", re.IGNORECASE)
+#: ``/deny <reason>``: the free text after the verb (newer hosts relay it to the agent).
+_DENY_REASON = re.compile(r"^\s*/deny\b[ \t]*(.*)$", re.IGNORECASE | re.DOTALL)
+#: Characters of a typed deny reason shown in the prompt's outcome line.
+REASON_BUDGET = 300
 
 assert all(emoji.is_shortcode(s) for s in CHOICES)  # Chatto refuses anything else
 
@@ -84,6 +91,9 @@ class Pending:
     requester_name: str
     body: str
     choices: tuple[str, ...]
+    #: the host's id of this request (newer hosts; ``""`` on 0.19.0): a reaction resolves it,
+    #: not the session's oldest pending request
+    request_id: str = ""
 
 
 def prompt_text(
@@ -126,6 +136,20 @@ def _typed_forms(choices: tuple[str, ...]) -> list[str]:
     return forms + ["deny"]
 
 
+def deny_reason(text: str) -> str:
+    """The reason of a typed ``/deny <reason>`` (one line, at most :data:`REASON_BUDGET`
+    characters; ``""`` without one). The host resolves the request with it (newer hosts relay
+    it to the agent); the prompt's outcome line shows it."""
+    m = _DENY_REASON.match(text)
+    if m is None:
+        return ""
+    words = m.group(1).split()
+    if words and words[0].lower() == "all":  # "/deny all <reason>" denies every pending request
+        words = words[1:]
+    reason = " ".join(words)
+    return reason if len(reason) <= REASON_BUDGET else reason[:REASON_BUDGET] + "…"
+
+
 def outcome_text(body: str, line: str) -> str:
     """The prompt after its answer: everything up to the instructions, then ``line``."""
     head = body.rsplit("\n\n", 1)[0]
@@ -156,6 +180,8 @@ class ExecApprovals:
         self._send, self._edit, self._react = send, edit, react
         self._requester, self._authorized, self._resume = requester, authorized, resume_typing
         self.pending: BoundedMap[str, Pending] = BoundedMap(PENDING_CAPACITY)
+        #: every prompt posted (answered or not): its reactions are answers, never triggers
+        self.prompts: BoundedSet[str] = BoundedSet(PENDING_CAPACITY * 4)
         self._tasks: set[asyncio.Future[Any]] = set()
 
     @classmethod
@@ -177,6 +203,10 @@ class ExecApprovals:
             resume_typing=adapter.resume_typing_for_chat,
         )
 
+    def is_prompt(self, message_id: str) -> bool:
+        """Whether ``message_id`` is an approval prompt this process posted."""
+        return message_id in self.pending or message_id in self.prompts
+
     def waiting(self, chat_id: str) -> bool:
         """Whether a prompt in ``chat_id`` waits for an answer (typing stays paused)."""
         return any(p.chat_id == chat_id for p in self.pending.values())
@@ -194,9 +224,11 @@ class ExecApprovals:
         allow_permanent: bool = True,
         allow_session: bool = True,
         smart_denied: bool = False,
+        request_id: str = "",
     ) -> Any:
         """Post the prompt; returns the host's ``SendResult`` (``success=False`` makes the host
-        fall back to its own plain-text prompt)."""
+        fall back to its own plain-text prompt). ``request_id``: the host's id of this request
+        (newer hosts), kept with the prompt so a reaction on it resolves this request."""
         thread_id = str((metadata or {}).get("thread_id") or "")
         who = self._requester(chat_id, thread_id)
         choices = tuple(
@@ -217,8 +249,19 @@ class ExecApprovals:
         if not getattr(result, "success", False) or not mid:
             return result
         self.pending.put(
-            mid, Pending(chat_id, thread_id, session_key, who[0] if who else "", who[1] if who else "", body, choices)
+            mid,
+            Pending(
+                chat_id,
+                thread_id,
+                session_key,
+                who[0] if who else "",
+                who[1] if who else "",
+                body,
+                choices,
+                request_id=request_id,
+            ),
         )
+        self.prompts.add(mid)
         self._conn.counters["approvals.prompted"] += 1
         task = asyncio.ensure_future(self._offer(chat_id, mid, choices))
         self._tasks.add(task)
@@ -247,7 +290,7 @@ class ExecApprovals:
             return
         choice = CHOICES[shortcode][0]
         self.pending.pop(message_id)
-        resolved = compat.resolve_approval(p.session_key, choice)
+        resolved = compat.resolve_approval(p.session_key, choice, request_id=p.request_id)
         self._conn.counters["approvals.answered"] += 1
         name = p.requester_name if user_id == p.requester_id and p.requester_name else user_id
         line = f"{OUTCOME[choice]} by {name}." if resolved else "⌛ This prompt had already expired."
@@ -256,26 +299,31 @@ class ExecApprovals:
 
     async def note_message(self, event: Any) -> None:
         """A dispatched message: a typed ``/approve`` / ``/deny`` in a chat with a pending prompt
-        closes it (the host resolves the approval itself)."""
-        m = _TYPED.match(str(getattr(event, "text", "") or ""))
+        closes it (the host resolves the approval itself: the oldest, or every one with
+        ``all``); the outcome line shows a ``/deny <reason>``'s reason."""
+        text = str(getattr(event, "text", "") or "")
+        m = _TYPED.match(text)
         src = getattr(event, "source", None)
         if m is None or src is None or not self._authorized(str(src.user_id or ""), src.chat_id):
             return
         thread = str(getattr(src, "thread_id", "") or "")
+        verb, arg = m.group(1).lower(), (m.group(2) or "").lower()
+        choice = (
+            "deny" if verb == "deny" else ("session" if arg == "session" else "always" if arg == "always" else "once")
+        )
+        name = getattr(src, "user_name", "") or getattr(src, "user_id", "")
+        line = f"{OUTCOME[choice]} by {name} (typed)."
+        reason = deny_reason(text) if choice == "deny" else ""
+        if reason:
+            line = f"{OUTCOME[choice]} by {name} (typed): {reason}"
         for mid, p in list(self.pending.items()):
             if p.chat_id != src.chat_id or (p.thread_id or "") != thread:
                 continue
             self.pending.pop(mid)
-            verb, arg = m.group(1).lower(), (m.group(2) or "").lower()
-            choice = (
-                "deny"
-                if verb == "deny"
-                else ("session" if arg == "session" else "always" if arg == "always" else "once")
-            )
-            name = getattr(src, "user_name", "") or getattr(src, "user_id", "")
             self._conn.counters["approvals.typed"] += 1
-            await self._edit(p.chat_id, mid, outcome_text(p.body, f"{OUTCOME[choice]} by {name} (typed)."))
-            return
+            await self._edit(p.chat_id, mid, outcome_text(p.body, line))
+            if arg != "all":
+                return
 
     async def turn_ended(self, event: Any) -> None:
         """The turn in this chat/thread ended: prompts still open there were never answered."""

@@ -23,6 +23,7 @@ unit (module)           owns
 ``streams``             streamed answers: preview, final split, failed edits
 ``reactions``           lifecycle reactions: accepted / done / failed
 ``approvals``           exec approval prompts, answers by reaction or typed command
+``reaction_triggers``   configured reactions that start turns (in ``inbound``)
 ``inbound``             realtime events → ingress → ``handle_message``
 ``media``               inbound attachments of a turn: download, cache, order
 ``lifecycle``           connect / disconnect
@@ -58,6 +59,7 @@ from .lifecycle import Lifecycle
 from .media import InboundMedia
 from .outbound import OutboundOps
 from .presence import Presence
+from .reaction_triggers import ReactionTriggers
 from .reactions import LifecycleReactions
 from .registry import register_live, unregister_live
 from .resume import RestartResume
@@ -168,6 +170,7 @@ class ChattoAdapter(_Base):
         self.streams = StreamingReplies(conn, self.sender.deliver)
         self.reactions = LifecycleReactions(conn, self.ops)
         self.approvals = ExecApprovals.for_adapter(self)
+        self.inbound.reaction_triggers = ReactionTriggers(self, conn, self.inbound, is_prompt=self.approvals.is_prompt)
         self.resume = RestartResume(self, conn, boundary)
         self.presence = Presence(conn, boundary)
         self.lifecycle = Lifecycle(
@@ -365,6 +368,7 @@ class ChattoAdapter(_Base):
                 allow_permanent=allow_permanent,
                 allow_session=bool(extra.get("allow_session", True)),
                 smart_denied=smart_denied,
+                request_id=str(extra.get("request_id") or ""),
             )
         except Exception as exc:  # noqa: BLE001 - the host then posts its plain-text prompt
             self.boundary.report("send_exec_approval", exc)

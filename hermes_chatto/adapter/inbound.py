@@ -133,6 +133,8 @@ class Inbound:
             thread_budget=getattr(s, "bot_loop_thread_turns", BOT_LOOP_THREAD_TURNS),
             room_budget=getattr(s, "bot_loop_room_turns", BOT_LOOP_ROOM_TURNS),
         )
+        #: reactions that start turns (``reaction_triggers``), set by the facade
+        self.reaction_triggers: Any = None
 
     async def on_event(self, ev: Any) -> None:
         """Dispatch one typed realtime event (never raises: a bad event must not kill the socket)."""
@@ -167,6 +169,9 @@ class Inbound:
         elif isinstance(ev, E.PermissionsChanged):
             for rid in list(self._rooms.rooms):
                 self._rooms.changed(rid)
+        elif isinstance(ev, E.ReactionChanged):
+            if self.reaction_triggers is not None:
+                await self.reaction_triggers.on_reaction(ev)
         elif isinstance(ev, E.ThreadFollowChanged):
             if ev.is_following:
                 self._threads.join(ThreadKey(ev.room_id, ev.thread_root_event_id))
@@ -236,6 +241,7 @@ class Inbound:
             reply_in_thread=s.reply_in_thread,
             recently_created=self._threads.own,
             allow_bots=getattr(s, "allow_bots", "none"),
+            thread_require_mention=bool(getattr(s, "thread_require_mention", False)),
         )
 
     def _observe(self, msg: ChattoMessage) -> None:
@@ -267,7 +273,8 @@ class Inbound:
     async def _decide(self, msg: ChattoMessage, room: ChattoRoom | None, *, mark_seen: bool = True) -> IngressDecision:
         seen = self._conn.seen
         d = decide(msg, self.ctx_for(room, msg), seen if mark_seen else None, mark_seen=mark_seen)
-        if not d.dispatch and d.reason == "not_addressed" and msg.thread_root_event_id:
+        strict = bool(getattr(self._conn.settings, "thread_require_mention", False))
+        if not d.dispatch and d.reason == "not_addressed" and msg.thread_root_event_id and not strict:
             if await self._threads.bot_in_thread(msg.thread, lambda: self._has_session(msg)):
                 d = decide(msg, self.ctx_for(room, msg, True), None)
         return d
@@ -412,6 +419,7 @@ class Inbound:
                     return
                 block = start.block
             self._threads.join(ThreadKey(d.chat_id, d.thread_id))
+        prompt, skills = self.channel_overlays(d.chat_id, d.thread_id)
         event = compat.make_event(
             text=d.text,
             message_type=compat.text_message_type(),
@@ -423,6 +431,8 @@ class Inbound:
             timestamp=_timestamp(msg),
             user_id=d.user_id,
             user_name=d.user_name,
+            channel_prompt=prompt,
+            auto_skill=skills,
         )
         self._conn.counters["dispatched"] += 1
         media, order = self.media, ThreadKey(d.chat_id, d.thread_id or "")
@@ -431,6 +441,17 @@ class Inbound:
             media.schedule(order, lambda: self._dispatch_with_media(event, msg, d.thread_id))
             return
         await self._dispatch_turn(event, msg, d.thread_id)
+
+    def channel_overlays(self, room_id: str, thread_id: str | None) -> tuple[str | None, list[str] | None]:
+        """``channel_prompts`` / ``channel_skill_bindings`` of a turn in ``room_id`` /
+        ``thread_id`` (a thread falls back to its room), as the host resolves them
+        (:func:`compat.channel_prompt_and_skills`); ``(None, None)`` without any."""
+        extra = getattr(getattr(self._host, "config", None), "extra", None)
+        if not extra:
+            return None, None
+        with self._boundary.guard("inbound.channel_overlays"):
+            return compat.channel_prompt_and_skills(extra, room_id, thread_id)
+        return None, None
 
     async def _dispatch_with_media(self, event: Any, msg: ChattoMessage, thread_id: str | None) -> None:
         media = self.media

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -48,6 +49,20 @@ HOST_FALLBACK_PREFIX = "(Response formatting failed, plain text:)\n\n"
 HOST_RECOVERED_PREFIX = (
     "\u267b\ufe0f Recovered reply \u2014 the gateway restarted during delivery, so this may be a duplicate:\n\n"
 )
+
+
+def strip_redelivery_marker(text: str) -> str:
+    """``text`` without the host ledger's redelivery marker in front
+    (:func:`compat.redelivery_markers`: ``RECOVERED_MARKER``, and on newer hosts
+    ``RECONNECTED_MARKER`` and ``FLOOD_MARKER``); ``text`` itself without one."""
+    if not text.startswith("\u267b"):  # every marker starts with ♻
+        return text
+    for marker in compat.redelivery_markers():
+        if text.startswith(marker):
+            return text[len(marker) :]
+    return text
+
+
 #: The visible line in front of an answer posted in the channel because the room refuses
 #: the bot's thread replies (once per room per run).
 THREAD_FALLBACK_NOTE = (
@@ -89,13 +104,19 @@ class ResumeRegistry:
 
     def lookup(self, room_id: str, root: str, text: str) -> tuple[str, list[str], list[str], int] | None:
         """``(original text, chunks, sent ids, next index)`` of a resumable delivery of
-        ``text`` (or of the text the host's plain-text fallback resend repeats), else None."""
+        ``text`` (or of the text the host's plain-text fallback resend repeats, or the host
+        ledger's redelivery of it: :func:`strip_redelivery_marker`), else None."""
         now = self._clock()
         for k in [k for k, v in self._d.items() if now - v[0] > self._ttl]:
             self._d.pop(k)
         hit = self._d.get(self.key(room_id, root, text))
         if hit is not None:
             return hit[1], hit[2], hit[3], hit[4]
+        bare = strip_redelivery_marker(text)
+        if bare != text:
+            # the host's ledger sends a failed reply again with a marker in front (after a
+            # restart, a reconnect or flood control): the chunks that landed stay landed
+            return self.lookup(room_id, root, bare)
         if text.startswith(HOST_FALLBACK_PREFIX):
             head = text[len(HOST_FALLBACK_PREFIX) :]
             scope = compat.scope_key()
@@ -224,6 +245,9 @@ def send_result_from_report(report: DeliveryReport) -> Any:
         )
     err = report.error
     text = redact(report.describe())
+    flood = flood_result(report)
+    if flood is not None:
+        return flood
     if report.may_have_landed:
         # "timed out" keeps the host's _send_with_retry from re-sending (base.py).
         text += " — request timed out after it was sent"
@@ -236,6 +260,34 @@ def send_result_from_report(report: DeliveryReport) -> Any:
         retryable=bool(getattr(err, "retryable", False)) and not report.may_have_landed and not report.failed_uploads,
         retry_after=report.retry_after,
         error_kind=error_kind_for(err, text),
+    )
+
+
+def flood_result(report: DeliveryReport) -> Any:
+    """A delivery refused by slow mode (``resource_exhausted`` with the server's deadline),
+    as a newer host's ledger expects it: ``SendResult(success=False,
+    error="flood_control:<seconds>", retry_after=<seconds>, error_kind="rate_limited")``, not
+    retryable inline: the ledger waits and sends the reply again (with ``FLOOD_MARKER`` in
+    front, which :class:`ResumeRegistry` strips, so it resumes at the refused chunk). ``None``
+    when the host has no such contract (0.19.0 waits ``retry_after`` in its
+    ``_send_with_retry``), or the refusal is not slow mode, or a write may have landed."""
+    err = report.error
+    if report.ok or report.may_have_landed or not isinstance(err, ChattoResourceExhausted):
+        return None
+    wait = report.retry_after
+    prefix = compat.flood_error_prefix() if wait is not None else None
+    if prefix is None or wait is None:
+        return None
+    ids = list(report.sent_ids)
+    return compat.send_result(
+        success=False,
+        message_id=ids[-1] if ids else None,
+        continuation_message_ids=tuple(ids[:-1]),
+        error=f"{prefix}{max(1, math.ceil(wait))}",
+        raw_response={"message_ids": ids, "failed_index": report.failed_index, "chunks": report.total},
+        retryable=False,
+        retry_after=float(max(1, math.ceil(wait))),
+        error_kind="rate_limited",
     )
 
 
@@ -418,12 +470,13 @@ class SendPath:
                 flush()  # a crash right after must not lose it
 
     def _is_refused_replay(self, chat_id: str, content: str) -> bool:
-        """Whether ``content`` is the host's recovered-reply redelivery of a reply this room
+        """Whether ``content`` is the host ledger's redelivery (any marker) of a reply this room
         refused for a missing permission (remembered in the persistent seen-store)."""
         seen = self._conn.seen
-        if seen is None or not content.startswith(HOST_RECOVERED_PREFIX):
+        bare = strip_redelivery_marker(content)
+        if seen is None or bare == content:
             return False
-        return _refused_key(chat_id, content[len(HOST_RECOVERED_PREFIX) :]) in seen
+        return _refused_key(chat_id, bare) in seen
 
     def _record(
         self,

@@ -131,6 +131,8 @@ class TurnTracker:
         follow-ups merged into its text) or finished (one that ended without success and
         without a landed reply owes its message to the next block). Never raises."""
         trigger = str(getattr(event, "message_id", "") or "")
+        if (getattr(event, "metadata", None) or {}).get("chatto_reaction_trigger"):
+            return  # a reaction turn: its message_id is the reacted message, not a new trigger
         key = self.trigger_keys.get(trigger) if trigger else None
         frontier = self._conn.frontier
         if key is None or frontier is None:

@@ -278,6 +278,8 @@ class AgentCall:
     session_id: str
     session_key: str | None
     history: list = field(default_factory=list)
+    #: the runner's other keywords (``channel_prompt``, ``event_message_id`` …)
+    kw: dict = field(default_factory=dict)
 
 
 class FakeAgent:
@@ -307,6 +309,7 @@ class FakeAgent:
             session_id=session_id,
             session_key=session_key,
             history=list(history or []),
+            kw=dict(kw),
         )
         self.calls.append(call)
         self.started.set()

@@ -32,6 +32,8 @@ EXPECTED_NAMES = {
     "ack_reaction": ("CHATTO_ACK_REACTION", "ack_reaction"),
     "done_reaction": ("CHATTO_DONE_REACTION", "done_reaction"),
     "failed_reaction": ("CHATTO_FAILED_REACTION", "failed_reaction"),
+    "thread_require_mention": ("CHATTO_THREAD_REQUIRE_MENTION", "thread_require_mention"),
+    "reaction_triggers": ("CHATTO_REACTION_TRIGGERS", "reaction_triggers"),
     "allow_bots": ("CHATTO_ALLOW_BOTS", "allow_bots"),
     "bot_loop_thread_turns": ("CHATTO_BOT_LOOP_THREAD_TURNS", "bot_loop_thread_turns"),
     "bot_loop_room_turns": ("CHATTO_BOT_LOOP_ROOM_TURNS", "bot_loop_room_turns"),

@@ -214,3 +214,59 @@ def test_bot_loop_defaults_are_a_few_turns_per_thread_and_more_per_room():
     fields = ChattoSettings.model_fields
     assert fields["bot_loop_thread_turns"].default == BOT_LOOP_THREAD_TURNS
     assert fields["bot_loop_room_turns"].default == BOT_LOOP_ROOM_TURNS
+
+
+# ---------------------------------------------------------------------------------
+# issue 25: strict threads and reaction triggers (pure)
+
+
+def _m(**kw):
+    from hermes_chatto.wire.types import ChattoMessage
+
+    base = {"event_id": "E1", "room_id": "R1", "author_id": "Ualice", "body": "hi"}
+    base.update(kw)
+    return ChattoMessage(**base)
+
+
+def test_strict_thread_gate_only_drops_unmentioned_thread_replies():
+    from hermes_chatto.ingress import IngressContext, decide, strict_thread_gate
+
+    reply = _m(thread_root_event_id="Eroot", mentions_viewer=False)
+    strict = IngressContext(bot_user_id="Ubot", bot_login="bot", room_kind="channel", bot_in_thread=True)
+    strict.thread_require_mention = True
+    assert decide(reply, strict).reason == "not_addressed"
+    assert decide(_m(thread_root_event_id="Eroot", mentions_viewer=True), strict).reason == "dispatch_mention"
+    loose = IngressContext(bot_user_id="Ubot", bot_login="bot", room_kind="channel", bot_in_thread=True)
+    assert decide(reply, loose).reason == "dispatch_thread"
+    free = IngressContext(bot_user_id="Ubot", room_kind="channel", bot_in_thread=True, free_response=True)
+    free.thread_require_mention = True
+    assert strict_thread_gate(reply, "dispatch_thread", free) == "dispatch_free_response"
+    dm = IngressContext(bot_user_id="Ubot", room_kind="dm", thread_require_mention=True)
+    assert decide(_m(mentions_viewer=False), dm).reason == "dispatch_dm"
+
+
+def test_reaction_decision_gates_and_route():
+    from hermes_chatto.ingress import IngressContext, Reaction, decide_reaction
+
+    ctx = IngressContext(bot_user_id="Ubot", bot_login="bot", room_kind="channel")
+    own = _m(author_id="Ubot", thread_root_event_id="Eroot")
+    trig = ("question",)
+
+    def why(**kw):
+        r = Reaction(kw.pop("shortcode", "question"), kw.pop("user_id", "Ualice"), msg=kw.pop("msg", own), **kw)
+        return decide_reaction(r, ctx, trig).reason
+
+    assert why() == "dispatch_reaction"
+    assert why(shortcode="thumbsup") == "not_a_trigger"
+    assert why(added=False) == "reaction_removed"
+    assert why(user_id="Ubot") == "own_reaction"
+    assert why(user_is_bot=True) == "other_bot"
+    assert why(on_prompt=True) == "approval_prompt"
+    assert why(user_allowed=False) == "not_allowed"
+    assert why(msg=None) == "no_message"
+    assert why(msg=_m(mentions_viewer=False)) == "not_addressed"
+    assert why(msg=_m(mentions_viewer=True)) == "dispatch_reaction"
+    d = decide_reaction(Reaction("question", "Ualice", msg=own), ctx, trig)
+    assert (d.text, d.thread_id, d.user_id, d.message_id) == ("reaction:added:question", "Eroot", "Ualice", "E1")
+    top = decide_reaction(Reaction("question", "Ualice", msg=_m(author_id="Ubot")), ctx, trig)
+    assert top.thread_id == "E1" and top.starts_thread

@@ -43,7 +43,7 @@ def _unit(monkeypatch, requester=("Ualice", "Alice")):
     from hermes_chatto import compat
 
     resolved = []
-    monkeypatch.setattr(compat, "resolve_approval", lambda key, choice: resolved.append((key, choice)) or 1)
+    monkeypatch.setattr(compat, "resolve_approval", lambda key, choice, **kw: resolved.append((key, choice)) or 1)
     monkeypatch.setattr(compat, "approval_timeout_s", lambda: 60)
     host = Host()
     conn = Conn(SimpleNamespace(), bot_user_id="Ubot")
