@@ -346,12 +346,13 @@ def _minute(ts: float | None) -> tuple[int, ...] | None:
 def _time_lines(msgs: Sequence[ChattoMessage], ref: date | None, since: float | None) -> list[str]:
     """Per message, the time line to write before it (``""``: none): every message whose UTC
     minute differs from the last one shown, starting from the minute of ``since`` (epoch s,
-    the turn's own time; ``None``: the first message with a known time gets one)."""
+    the turn's own time; ``None``: the first message gets one). An unknown or out-of-range
+    time is ``(--:--)``."""
     out: list[str] = []
     last = _minute(since)
     for m in msgs:
-        key = _minute(m.created_at)
-        if key is None or key == last:
+        key = _minute(m.created_at) or (-1,)  # unknown: shown once as "(--:--)"
+        if key == last:
             out.append("")
             continue
         last = key
