@@ -101,8 +101,12 @@ def earlier_thread_messages(user_text: str) -> list[str]:
     ``> `` taken off). Lines that start with ``[`` or ``(`` are the plugin's (the header, time
     lines, notes) and belong to no message. Empty list when there is no block."""
     block, _ = split_context(user_text)
-    if not block:
-        return []
+    return block_messages(block or "")
+
+
+def block_messages(block: str) -> list[str]:
+    """The messages of an ``[Earlier in this thread]`` block's text (the block itself, or a
+    ``chatto_read_thread`` result's ``text``), as :func:`earlier_thread_messages` reads them."""
     pos = block.find(EARLIER_HEADER)
     if pos < 0:
         return []
@@ -267,7 +271,7 @@ class ScriptedModel:
         self.context_length = context_length
         self.chunk_chars = chunk_chars
         self.requests: list[ModelRequest] = []
-        self.script: list[str | dict] = []
+        self.script: list[Any] = []
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._n = 0
@@ -318,7 +322,9 @@ class ScriptedModel:
         preview several times); a dict with neither ``content`` nor
         ``tool_calls`` (e.g. ``{"delay": 3}``) answers with the deterministic echo reply
         (:meth:`default_reply`); ``{"status": 500}`` answers that HTTP error instead (a
-        provider failure: the host fails the turn once its retries are used up)."""
+        provider failure: the host fails the turn once its retries are used up). A callable
+        is called with the request's JSON body (under the model's lock: it must not call the
+        model) and returns one of those."""
         with self._lock:
             self.script.extend(replies)
 
@@ -391,6 +397,8 @@ class ScriptedModel:
             n = self._n
             if body.get("stream") and self.script:
                 r = self.script.pop(0)
+                if callable(r):  # decides from the request (e.g. a tool call naming an id it saw)
+                    r = r(body)
                 r = dict(r) if isinstance(r, dict) else {"content": r}
                 if "content" not in r and not r.get("tool_calls"):
                     # e.g. {"delay": 3}: a slow answer with the deterministic echo text
@@ -562,6 +570,7 @@ __all__ = [
     "split_context",
     "earlier_thread_lines",
     "earlier_thread_messages",
+    "block_messages",
     "long_reply",
     "message_text",
     "MODEL_ID",

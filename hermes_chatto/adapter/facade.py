@@ -514,6 +514,13 @@ class ChattoAdapter(_Base):
         """A room the bot is a member of, by id or name (``#general``/``general``)."""
         return find_member_room(self.rooms.rooms.values(), ref)
 
+    async def read_thread(self, room_id: str, root_id: str, **kw: Any) -> Any:
+        """One ``chatto_read_thread`` read on the live connection
+        (:func:`hermes_chatto.adapter.reader.read_thread`; ``kw`` its keyword arguments)."""
+        from .reader import read_thread
+
+        return await read_thread(self.conn.require_client(), room_id, root_id, bot_user_id=self.bot_user_id, **kw)
+
     async def resolve_user_dm(self, ref: str) -> ChattoRoom:
         """The bot's existing DM with a person (``@login`` / ``U…``); never ``StartDM``
         (bots cannot open DMs): raises :class:`~hermes_chatto.adapter.standalone.NoDirectMessage`."""

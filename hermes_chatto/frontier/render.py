@@ -248,29 +248,49 @@ def _attachments(m: ChattoMessage) -> str:
 
 class _Msg:
     """One message prepared for fitting: its prefix, inert text (lines joined by ``\\n``),
-    attachment suffix, and the bytes it costs beyond its text."""
+    attachment suffix, and the bytes it costs beyond its text. ``offset``: the text starts
+    that many UTF-8 bytes into the message's inert text (the tool reading a long message on;
+    shown with a leading ``…``)."""
 
-    __slots__ = ("cut_note", "extra", "prefix", "suffix", "text")
+    __slots__ = ("cut_note", "event_id", "extra", "offset", "prefix", "suffix", "text", "tool")
 
-    def __init__(self, m: ChattoMessage, *, bot_user_id: str, users: Mapping[str, ChattoUser] | None, tool: bool):
+    def __init__(
+        self,
+        m: ChattoMessage,
+        *,
+        bot_user_id: str,
+        users: Mapping[str, ChattoUser] | None,
+        tool: bool,
+        offset: int = 0,
+    ) -> None:
         self.prefix = _prefix(m, bot_user_id=bot_user_id, users=users)
         lines = inert_lines(m.body)
         if m.body is None and not m.attachment_names:
             lines = ["(no text)"]
         self.text = "\n".join(lines)
+        self.offset = max(0, offset)
+        if self.offset:
+            self.text = self.text.encode("utf-8")[self.offset :].decode("utf-8", "ignore")
+            lines = self.text.split("\n")
         self.suffix = _attachments(m)
         nl = max(1, len(lines))
-        # prefix, continuation prefixes (a cut text has no more lines), suffix, newlines
+        # prefix, continuation prefixes (a cut text has no more lines), suffix, newlines,
+        # the leading "…" of a text read on from an offset
         self.extra = _utf8_len(self.prefix) + (len(CONT) * (nl - 1)) + _utf8_len(self.suffix) + 1 + nl
-        how = f"{READ_TOOL} message_id={_safe_id(m.event_id)} reads it whole" if tool else "the rest is not shown"
+        self.extra += 3 if self.offset else 0
+        self.event_id, self.tool = _safe_id(m.event_id), tool
+        how = f"{READ_TOOL} message_id={self.event_id} reads it whole" if tool else "the rest is not shown"
         self.cut_note = f"(cut: {how})"
 
     def lines(self, alloc: int) -> list[str]:
         """The message's lines with its text cut to ``alloc`` bytes (cut note included)."""
         size = _utf8_len(self.text)
-        text = _cut_utf8(self.text, alloc) if alloc < size else self.text
+        cut = alloc < size
+        text = _cut_utf8(self.text, alloc) if cut else self.text
         body = text.split("\n") if text else []
-        if self.suffix:
+        if self.offset:
+            body = [_ELLIPSIS + (body[0] if body else "")] + body[1:]
+        if self.suffix and not cut:
             if body and body[-1]:
                 body[-1] += " " + self.suffix
             elif body:
@@ -280,9 +300,15 @@ class _Msg:
         if not body:
             body = [""]
         out = [self.prefix + body[0]] + [(CONT + b) if b else CONT.rstrip() for b in body[1:]]
-        if alloc < size:
-            out.append(self.cut_note)
+        if cut:
+            out.append(self.cut_note if not self.offset else self.read_on_note(text))
         return out
+
+    def read_on_note(self, shown: str) -> str:
+        """The cut note of a text read from an offset: where the next read starts."""
+        kept = shown[:-1] if shown.endswith(_ELLIPSIS) else shown
+        nxt = self.offset + _utf8_len(kept)
+        return f"(cut: {READ_TOOL} message_id={self.event_id} offset={nxt} reads on)"
 
 
 def message_lines(
@@ -292,14 +318,25 @@ def message_lines(
     users: Mapping[str, ChattoUser] | None = None,
     max_text_bytes: int | None = None,
     read_tool: bool = True,
-) -> list[str]:
-    """The lines of one message as a block shows them (pure): ``<name>[ mark][ (edited)]:
-    <first line>``, then ``> <line>`` per further line, attachments named on the last line;
-    text longer than ``max_text_bytes`` UTF-8 bytes is cut with ``…`` and followed by a plugin
-    line ``(cut: chatto_read_thread message_id=<id> reads it whole)`` (``read_tool`` False:
-    ``(cut: the rest is not shown)``). No time line (see :func:`render_block_fit`)."""
-    p = _Msg(m, bot_user_id=bot_user_id, users=users, tool=read_tool)
-    return p.lines(_utf8_len(p.text) if max_text_bytes is None else max_text_bytes)
+    offset: int = 0,
+) -> tuple[list[str], int | None]:
+    """The lines of one message as a block shows them (pure) and where a further read goes on.
+
+    ``<name>[ mark][ (edited)]: <first line>``, then ``> <line>`` per further line,
+    attachments named on the last line. Text longer than ``max_text_bytes`` UTF-8 bytes is cut
+    with ``…`` and followed by a plugin line naming :data:`READ_TOOL` (``read_tool`` False:
+    ``(cut: the rest is not shown)``). ``offset``: start that many bytes into the message's
+    inert text (shown with a leading ``…``). Returns ``(lines, next_offset)``:
+    ``next_offset`` is the byte offset a further read starts at, ``None`` when the text
+    was shown to its end. No time line (see :func:`render_block_fit`)."""
+    p = _Msg(m, bot_user_id=bot_user_id, users=users, tool=read_tool, offset=offset)
+    size = _utf8_len(p.text)
+    alloc = size if max_text_bytes is None else max(0, max_text_bytes)
+    out = p.lines(alloc)
+    if alloc >= size:
+        return out, None
+    shown = _cut_utf8(p.text, alloc)
+    return out, p.offset + _utf8_len(shown[:-1] if shown.endswith(_ELLIPSIS) else shown)
 
 
 def _attachment_label(m: ChattoMessage, i: int) -> str:
@@ -360,7 +397,7 @@ def _time_lines(msgs: Sequence[ChattoMessage], ref: date | None, since: float | 
     return out
 
 
-def _assemble(msgs: Sequence[ChattoMessage], chunks: list[list[str]], omitted: str, pending: bool) -> str:
+def _assemble(msgs: Sequence[ChattoMessage], chunks: list[list[str]], omitted: str, pending: str) -> str:
     """The block text: header, intro, the omitted-replies note (after the root's lines when
     the first message is the root), each message's time line and lines, the pending note."""
     out = [HEADER]
@@ -371,7 +408,7 @@ def _assemble(msgs: Sequence[ChattoMessage], chunks: list[list[str]], omitted: s
     if omitted and len(chunks) == 1 and not msgs[0].is_reply:
         out.append(omitted)
     if pending:
-        out.append(MORE_PENDING_NOTE)
+        out.append(pending)
     return "\n".join(out)
 
 
@@ -389,6 +426,7 @@ def render_block_fit(
     older_omitted: int = 0,
     ref_time: float | None = None,
     read_tool: bool = True,
+    pending_note: str = MORE_PENDING_NOTE,
 ) -> tuple[str, int]:
     """Render as many of ``messages`` (oldest first) as fit ``max_bytes`` UTF-8 bytes.
 
@@ -400,7 +438,9 @@ def render_block_fit(
     left out of the seed, ``< 0`` some (count unknown) — one note line after the root's lines,
     naming the tool and the first reply shown (``before=<id>``). ``ref_time`` (epoch s) picks
     the day shown as bare ``HH:MM``; default the newest message. ``read_tool`` False: the
-    notes do not name the tool (a DM block: the tool reads threads only).
+    notes do not name the tool (a DM block: the tool reads threads only). ``pending_note``:
+    the closing line when messages are pending or dropped (the tool's reads say where to
+    read on instead).
     """
     msgs = list(messages)
     if not msgs:
@@ -416,7 +456,7 @@ def render_block_fit(
     for n in range(len(msgs), 0, -1):
         pending = more_pending or n < len(msgs)
         omitted = _omitted_note(older_omitted, _first_reply(msgs[:n]), read_tool) if older_omitted else ""
-        fixed_lines = [HEADER, omitted, MORE_PENDING_NOTE if pending else "", *times[:n]]
+        fixed_lines = [HEADER, omitted, pending_note if pending else "", *times[:n]]
         fixed = sum(_utf8_len(x) + 1 for x in fixed_lines if x)
         fixed += sum(p.extra for p in parts[:n])
         sizes = [_utf8_len(p.text) for p in parts[:n]]
@@ -437,7 +477,7 @@ def render_block_fit(
         if budget < min_need:
             continue
         chunks = [([times[i]] if times[i] else []) + parts[i].lines(alloc[i]) for i in range(n)]
-        block = _assemble(msgs[:n], chunks, omitted, pending)
+        block = _assemble(msgs[:n], chunks, omitted, pending_note if pending else "")
         if _utf8_len(block) <= max_bytes:
             return block, n
     return "", 0
