@@ -67,6 +67,19 @@ def _not_here(ref: str) -> ThreadRead:
     )
 
 
+def _whole(m: ChattoMessage, bot_user_id: str, users: dict[str, Any], offset: int, max_bytes: int) -> ThreadRead:
+    """``m`` from ``offset`` bytes of its text, as much as fits ``max_bytes`` rendered (its
+    ``> `` line prefixes and notes included)."""
+    budget = max(64, max_bytes - 200)
+    while True:
+        lines, nxt = message_lines(m, bot_user_id=bot_user_id, users=users, max_text_bytes=budget, offset=offset)
+        text = "\n".join([HEADER, *lines])
+        over = len(text.encode("utf-8")) - max_bytes
+        if over <= 0 or budget <= 64:
+            return ThreadRead(text, (m.event_id,), next_offset=nxt)
+        budget = max(64, budget - over - 8)
+
+
 async def read_thread(
     client: Any,
     room_id: str,
@@ -101,10 +114,7 @@ async def read_thread(
         m = msgs[idx]
         if m.is_deleted:
             return ThreadRead(error=f"refused: message {message_id!r} was deleted")
-        lines, nxt = message_lines(
-            m, bot_user_id=bot_user_id, users=users, max_text_bytes=max(64, limits.max_bytes - 200), offset=offset
-        )
-        return ThreadRead("\n".join([HEADER, *lines]), (m.event_id,), next_offset=nxt)
+        return _whole(m, bot_user_id, users, offset, limits.max_bytes)
     replies = [m for m in msgs if m.event_id != root_id]
     root = [m for m in msgs if m.event_id == root_id]
     if before:

@@ -252,7 +252,7 @@ class _Msg:
     that many UTF-8 bytes into the message's inert text (the tool reading a long message on;
     shown with a leading ``…``)."""
 
-    __slots__ = ("cut_note", "event_id", "extra", "offset", "prefix", "suffix", "text", "tool")
+    __slots__ = ("cut_note", "event_id", "extra", "offset", "prefix", "read_on", "suffix", "text", "tool")
 
     def __init__(
         self,
@@ -262,6 +262,7 @@ class _Msg:
         users: Mapping[str, ChattoUser] | None,
         tool: bool,
         offset: int = 0,
+        read_on: bool = False,
     ) -> None:
         self.prefix = _prefix(m, bot_user_id=bot_user_id, users=users)
         lines = inert_lines(m.body)
@@ -278,7 +279,7 @@ class _Msg:
         # the leading "…" of a text read on from an offset
         self.extra = _utf8_len(self.prefix) + (len(CONT) * (nl - 1)) + _utf8_len(self.suffix) + 1 + nl
         self.extra += 3 if self.offset else 0
-        self.event_id, self.tool = _safe_id(m.event_id), tool
+        self.event_id, self.tool, self.read_on = _safe_id(m.event_id), tool, read_on or bool(self.offset)
         how = f"{READ_TOOL} message_id={self.event_id} reads it whole" if tool else "the rest is not shown"
         self.cut_note = f"(cut: {how})"
 
@@ -301,7 +302,7 @@ class _Msg:
             body = [""]
         out = [self.prefix + body[0]] + [(CONT + b) if b else CONT.rstrip() for b in body[1:]]
         if cut:
-            out.append(self.cut_note if not self.offset else self.read_on_note(text))
+            out.append(self.read_on_note(text) if self.read_on else self.cut_note)
         return out
 
     def read_on_note(self, shown: str) -> str:
@@ -324,12 +325,12 @@ def message_lines(
 
     ``<name>[ mark][ (edited)]: <first line>``, then ``> <line>`` per further line,
     attachments named on the last line. Text longer than ``max_text_bytes`` UTF-8 bytes is cut
-    with ``…`` and followed by a plugin line naming :data:`READ_TOOL` (``read_tool`` False:
-    ``(cut: the rest is not shown)``). ``offset``: start that many bytes into the message's
+    with ``…`` and followed by a plugin line ``(cut: chatto_read_thread message_id=<id>
+    offset=<next> reads on)`` (``read_tool`` False: ``(cut: the rest is not shown)``). ``offset``: start that many bytes into the message's
     inert text (shown with a leading ``…``). Returns ``(lines, next_offset)``:
     ``next_offset`` is the byte offset a further read starts at, ``None`` when the text
     was shown to its end. No time line (see :func:`render_block_fit`)."""
-    p = _Msg(m, bot_user_id=bot_user_id, users=users, tool=read_tool, offset=offset)
+    p = _Msg(m, bot_user_id=bot_user_id, users=users, tool=read_tool, offset=offset, read_on=read_tool)
     size = _utf8_len(p.text)
     alloc = size if max_text_bytes is None else max(0, max_text_bytes)
     out = p.lines(alloc)
