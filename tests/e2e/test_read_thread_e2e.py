@@ -107,7 +107,7 @@ async def test_45_unseen_replies_every_one_reaches_the_model_once(h: Harness):
     assert got == bodies  # replies 1..45: each once, in order, their lines kept
     assert "what happened here" not in "\n".join(got)
     # the stack trace and the report reached the model line by line, quoted
-    assert f"Bob: reply 03 old failure:\n```\nKeyError: 'tenant'\n```" in read
+    assert "Bob: reply 03 old failure:\n```\nKeyError: 'tenant'\n```" in read
     block_lines = (t.block or "").splitlines()
     for line in TRACE.splitlines()[1:] + REPORT.splitlines()[1:]:
         assert "> " + line in block_lines, line
