@@ -515,8 +515,7 @@ class ChattoAdapter(_Base):
         return find_member_room(self.rooms.rooms.values(), ref)
 
     async def read_thread(self, room_id: str, root_id: str, **kw: Any) -> Any:
-        """One ``chatto_read_thread`` read on the live connection
-        (:func:`hermes_chatto.adapter.reader.read_thread`; ``kw`` its keyword arguments)."""
+        """One ``chatto_read_thread`` read on the live connection (:func:`.reader.read_thread`)."""
         from .reader import read_thread
 
         return await read_thread(self.conn.require_client(), room_id, root_id, bot_user_id=self.bot_user_id, **kw)
