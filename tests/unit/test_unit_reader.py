@@ -135,7 +135,11 @@ def _tool(args: dict, **session: str) -> dict:
         ({"platform": "chatto", "chat_id": ROOM}, {}, "not in a Chatto thread"),  # a DM: no thread
         ({"platform": "slack", "chat_id": ROOM, "thread_id": ROOT}, {}, "not in a Chatto thread"),
         ({}, {"message_id": "E001"}, "not in a Chatto thread"),  # no session at all (CLI)
-        ({"platform": "chatto", "chat_id": ROOM, "thread_id": ROOT}, {"thread_id": "Eother"}, "only this conversation's"),
+        (
+            {"platform": "chatto", "chat_id": ROOM, "thread_id": ROOT},
+            {"thread_id": "Eother"},
+            "only this conversation's",
+        ),
         ({"platform": "chatto", "chat_id": ROOM, "thread_id": ROOT}, {"room": "Rother"}, "only this conversation's"),
         ({"platform": "chatto", "chat_id": ROOM, "thread_id": ROOT}, {"offset": "x"}, "offset must be"),
     ],
