@@ -33,6 +33,16 @@ beyond the first; the bot's own posts are in the transcript already, so each of 
 counts), and bytes ÷ the minimum (each message not yet in the conversation shown exactly once,
 with the same renderer: per turn, one block of all unseen messages before the trigger).
 
+**Format** (issue 26): the frontier's blocks as the model got them, against the same messages
+(per turn, the ones the frontier delivered) rendered in Hermes' Slack thread-context format
+(``plugins/platforms/slack/adapter.py`` ``_fetch_thread_context`` 0.19.0: a header line,
+``[thread parent] <name>: <text>`` / ``<name>: <text>`` per message, ``[End of thread
+context]``) and Discord's (``plugins/platforms/discord/adapter.py`` ``_fetch_channel_context``:
+``[Recent channel messages]``, ``[<name>] <text>``, ``[<name> [bot]]`` for bots). Per format:
+block bytes ÷ the messages' text bytes, bytes per message beyond the text, bytes per block
+beyond that, and tokens by the estimate Hermes itself uses (``agent.model_metadata
+.estimate_tokens_rough``, ⌈characters ÷ 4⌉: hermes-agent 0.19.0 depends on no tokenizer).
+
 Writes ``docs/bench-p7-context.png`` (cumulative bytes and not-yet-delivered messages per turn,
 per policy) when matplotlib (the ``bench`` extra) is installed.
 """
@@ -51,6 +61,7 @@ from hermes_chatto.wire.types import ChattoMessage
 SEED = 17
 CHART = REPO / "docs" / "bench-p7-context.png"
 POLICIES = ("frontier", "slack", "discord", "whole")
+FORMATS = ("chatto", "slack", "discord")
 
 WORDS = (
     "deploy rollback billing export cursor retry timeout migration index shard queue latency "
@@ -241,6 +252,65 @@ def pick_whole(turn: Turn, bot: str) -> list:
     return list(turn.before)
 
 
+def render_slack(msgs: list, root_id: str, labels: dict[str, str]) -> str:
+    """Hermes 0.19.0 Slack's thread context for ``msgs`` (no allowlist: no ``[unverified]``)."""
+    parts = [
+        ("[thread parent] " if m.event_id == root_id else "") + f"{labels.get(m.author_id, 'unknown')}: {m.body or ''}"
+        for m in msgs
+    ]
+    header = "[Thread context \u2014 prior messages in this thread (not yet in conversation history):]"
+    return header + "\n" + "\n".join(parts) + "\n[End of thread context]\n\n"
+
+
+def render_discord(msgs: list, labels: dict[str, str], bots: set[str]) -> str:
+    """Hermes 0.19.0 Discord's channel context for ``msgs`` (``[name] text``, bots ``[name [bot]]``)."""
+    lines = []
+    for m in msgs:
+        name = labels.get(m.author_id, "unknown") + (" [bot]" if m.author_id in bots else "")
+        lines.append(f"[{name}] {m.body or '(attachment)'}")
+    return "[Recent channel messages]\n" + "\n".join(lines)
+
+
+@dataclass
+class FormatCost:
+    blocks: int = 0
+    messages: int = 0
+    text_bytes: int = 0
+    block_bytes: int = 0
+    block_tokens: int = 0
+
+    @property
+    def ratio(self) -> float:
+        return self.block_bytes / self.text_bytes if self.text_bytes else 0.0
+
+
+def format_costs(turns: list[Turn], root_id: str, labels: dict[str, str], bots: set[str]) -> dict[str, FormatCost]:
+    """Per format, the cost of the messages the frontier delivered (the same messages, the same
+    turns): the frontier's own blocks, and Slack's and Discord's formats of those messages."""
+    from agent.model_metadata import estimate_tokens_rough
+
+    out = {f: FormatCost() for f in FORMATS}
+    for turn in turns:
+        if not turn.frontier_block:
+            continue
+        by_id = {m.event_id: m for m in turn.before}
+        msgs = [by_id[i] for i in turn.frontier_ids if i in by_id]
+        blocks = {
+            "chatto": turn.frontier_block,
+            "slack": render_slack(msgs, root_id, labels),
+            "discord": render_discord(msgs, labels, bots),
+        }
+        text = sum(len((m.body or "").encode()) for m in msgs)
+        for f, b in blocks.items():
+            c = out[f]
+            c.blocks += 1
+            c.messages += len(msgs)
+            c.text_bytes += text
+            c.block_bytes += len(b.encode())
+            c.block_tokens += estimate_tokens_rough(b)
+    return out
+
+
 def render(msgs: list, turn: Turn, bot: str) -> str:
     from hermes_chatto.frontier.render import render_block
 
@@ -344,6 +414,14 @@ async def run() -> None:
             "discord": pick_discord(turn, bot, others),
             "whole": pick_whole(turn, bot),
         }
+    labels = {}
+    bots = set()
+    for uid in {m.author_id for t in script.turns for m in t.before}:
+        u = srv.state.user(uid)
+        labels[uid] = u.display_name or u.login
+        if u.is_bot:
+            bots.add(uid)
+    costs = format_costs(script.turns, script.root.event_id, labels, bots)
     await srv.stop()
     tallies = {p: tally(script.turns, p, bot) for p in POLICIES}
     ideal = minimum(script.turns, bot)
@@ -360,6 +438,17 @@ async def run() -> None:
         emit(7, f"{p}_missed", t.missed, "messages", "0" if goal else "-")
         emit(7, f"{p}_repeated", t.repeated, "messages", "0" if goal else "-")
         emit(7, f"{p}_over_minimum", t.bytes_ / ideal[-1], "x", "<=1.05" if goal else "-")
+    for f in FORMATS:
+        c = costs[f]
+        goal = f == "chatto"
+        per_msg = (c.block_bytes - c.text_bytes) / c.messages if c.messages else 0.0
+        note(
+            f"P7 format {f}: {c.block_bytes} bytes ({c.block_tokens} tokens est.) for {c.messages} messages "
+            f"({c.text_bytes} bytes of text) in {c.blocks} blocks: {c.ratio:.3f}x the text, "
+            f"{per_msg:.1f} bytes per message beyond the text"
+        )
+        emit(7, f"format_{f}_over_text", c.ratio, "x", "<=1.10" if goal else "-")
+        emit(7, f"format_{f}_tokens", c.block_tokens, "tokens", "-")
 
 
 def main() -> None:

@@ -101,7 +101,7 @@ def _own_line(lines: list[str], needle: str) -> str | None:
 
 def _marked_own(line: str) -> bool:
     """Whether a block line is attributed to the bot itself: the frontier renders the
-    author prefix of its own posts as ``> <bot name> (you) · HH:MM: …``."""
+    author prefix of its own posts as ``<bot name> (you): …``."""
     return is_own_line(line)
 
 

@@ -337,6 +337,10 @@ class GatewayProcess:
             return ""
 
 
+#: the directory holding this ``chatto_local`` (and, in a checkout, ``hermes_chatto``)
+_SOURCE_ROOT = Path(__file__).resolve().parent.parent
+
+
 class Harness:
     """Local Chatto + scripted model + real Hermes gateway, driven as people in Chatto.
 
@@ -586,8 +590,9 @@ class Harness:
     def child_env(self, home: Path | None = None) -> dict[str, str]:
         """Environment for Hermes subprocesses: the caller's, minus anything that could
         redirect the model or select another profile, plus ``HERMES_HOME``,
-        ``HERMES_API_TIMEOUT=30``, (with ``nethook``) the socket-logging ``sitecustomize`` on
-        ``PYTHONPATH``, and this checkout after it (its ``hermes_chatto`` is the plugin run)."""
+        ``HERMES_API_TIMEOUT=30``, and on ``PYTHONPATH`` the source tree of this
+        ``chatto_local`` (when it holds ``hermes_chatto``) and (with ``nethook``) the
+        socket-logging ``sitecustomize``."""
         env = {
             k: v for k, v in os.environ.items() if k not in _STRIP_ENV_EXACT and not k.startswith(_STRIP_ENV_PREFIXES)
         }
@@ -599,17 +604,17 @@ class Harness:
                 "NO_COLOR": "1",
             }
         )
+        # the child imports the plugin from the same tree as this process (a git worktree's
+        # tests must not run an editable install's other checkout)
+        path = [str(_SOURCE_ROOT)] if (_SOURCE_ROOT / "hermes_chatto" / "__init__.py").is_file() else []
         if self.nethook:
             hook_dir = self.run_dir / "nethook"
             hook_dir.mkdir(exist_ok=True)
             (hook_dir / "sitecustomize.py").write_text(NETHOOK_SOURCE)
-            env["PYTHONPATH"] = str(hook_dir)
+            path.insert(0, str(hook_dir))
             env["NETHOOK_LOG"] = str(self.nethook_log)
-        # The gateway runs the plugin of THIS checkout (the one chatto_local is imported from),
-        # not whatever an editable install points at (a git worktree shares its venv with main).
-        checkout = Path(__file__).resolve().parents[1]
-        if (checkout / "hermes_chatto" / "__init__.py").is_file():
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), str(checkout)) if p)
+        if path:
+            env["PYTHONPATH"] = os.pathsep.join(path)
         return env
 
     def hooked_processes(self) -> list[dict]:

@@ -94,28 +94,43 @@ def split_context(user_text: str) -> tuple[str | None, str]:
     return (block or None), trigger
 
 
-def earlier_thread_lines(user_text: str) -> list[str]:
-    """The message lines of the ``[Earlier in this thread]`` block in a delivered user
-    message: the non-empty lines after the header up to the ``[New message]`` marker,
-    excluding bracketed notes (lines that start with ``[`` or ``(``, e.g. a "more
-    pending" note). Empty list when there is no block."""
+def earlier_thread_messages(user_text: str) -> list[str]:
+    """The messages of the ``[Earlier in this thread]`` block in a delivered user message,
+    each as its lines joined by ``\\n``: a message starts with its author line (``<name>[
+    (you)| (bot)][ (edited)]: <text>``) and goes on with the lines that start with ``>`` (the
+    ``> `` taken off). Lines that start with ``[`` or ``(`` are the plugin's (the header, time
+    lines, notes) and belong to no message. Empty list when there is no block."""
     block, _ = split_context(user_text)
-    if not block:
-        return []
+    return block_messages(block or "")
+
+
+def block_messages(block: str) -> list[str]:
+    """The messages of an ``[Earlier in this thread]`` block's text (the block itself, or a
+    ``chatto_read_thread`` result's ``text``), as :func:`earlier_thread_messages` reads them."""
     pos = block.find(EARLIER_HEADER)
     if pos < 0:
         return []
-    lines = []
+    msgs: list[list[str]] = []
     for line in block[pos + len(EARLIER_HEADER) :].splitlines():
+        if line.startswith(">"):
+            if msgs:
+                msgs[-1].append(line[2:] if line.startswith("> ") else line[1:])
+            continue
         s = line.strip()
         if not s or s.startswith(("[", "(")):
             continue
-        lines.append(line)
-    return lines
+        msgs.append([line])
+    return ["\n".join(m) for m in msgs]
+
+
+def earlier_thread_lines(user_text: str) -> list[str]:
+    """The first line (the author line) of each message of the ``[Earlier in this thread]``
+    block in a delivered user message (:func:`earlier_thread_messages`)."""
+    return [m.split("\n", 1)[0] for m in earlier_thread_messages(user_text)]
 
 
 #: How the frontier marks the bot's own posts in a block line's prefix
-#: (``> Ops Helper (you) · 10:02: …``, hermes_chatto.frontier.render_block).
+#: (``Ops Helper (you): …``, hermes_chatto.frontier.render_block).
 OWN_MARKER = "(you)"
 
 
@@ -189,13 +204,12 @@ def parse_reply(reply: str) -> ReplyFacts | None:
 
 
 def _quote_line(line: str) -> str:
-    """``> Ops Helper (you) · 10:02: Nightly build …`` → ``Ops Helper (you): "Nightly build …"``."""
+    """``Ops Helper (you): Nightly build …`` → ``Ops Helper (you): "Nightly build …"``."""
     s = line.strip()
-    s = s[1:].lstrip() if s.startswith(">") else s
     head, sep, body = s.partition(": ")
     if not sep:
         head, body = "", s
-    author = head.split(" · ", 1)[0].strip()
+    author = head.strip()
     body = " ".join(body.split()).replace('"', "'")
     if len(body) > _QUOTE_CHARS:
         body = body[: _QUOTE_CHARS - 1].rstrip() + "…"
@@ -257,7 +271,7 @@ class ScriptedModel:
         self.context_length = context_length
         self.chunk_chars = chunk_chars
         self.requests: list[ModelRequest] = []
-        self.script: list[str | dict] = []
+        self.script: list[Any] = []
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._n = 0
@@ -308,7 +322,9 @@ class ScriptedModel:
         preview several times); a dict with neither ``content`` nor
         ``tool_calls`` (e.g. ``{"delay": 3}``) answers with the deterministic echo reply
         (:meth:`default_reply`); ``{"status": 500}`` answers that HTTP error instead (a
-        provider failure: the host fails the turn once its retries are used up)."""
+        provider failure: the host fails the turn once its retries are used up). A callable
+        is called with the request's JSON body (under the model's lock: it must not call the
+        model) and returns one of those."""
         with self._lock:
             self.script.extend(replies)
 
@@ -381,6 +397,8 @@ class ScriptedModel:
             n = self._n
             if body.get("stream") and self.script:
                 r = self.script.pop(0)
+                if callable(r):  # decides from the request (e.g. a tool call naming an id it saw)
+                    r = r(body)
                 r = dict(r) if isinstance(r, dict) else {"content": r}
                 if "content" not in r and not r.get("tool_calls"):
                     # e.g. {"delay": 3}: a slow answer with the deterministic echo text
@@ -551,6 +569,8 @@ __all__ = [
     "last_user_text",
     "split_context",
     "earlier_thread_lines",
+    "earlier_thread_messages",
+    "block_messages",
     "long_reply",
     "message_text",
     "MODEL_ID",

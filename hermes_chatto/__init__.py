@@ -17,10 +17,15 @@ __version__ = "0.1.0"
 
 PLATFORM_NAME = "chatto"
 
+# the thread block's legend (what it is, what its marks mean) is said here, once per session
+# in the system prompt, instead of in every block (issue 26: the block's fixed cost)
+from .frontier.render import INTRO as _BLOCK_LEGEND  # noqa: E402 - pure, stdlib-only module
+
 PLATFORM_HINT = (
     "You are talking on Chatto, a team chat. Messages support Markdown (code blocks, lists, links). "
     "In channels you answer inside a thread; mention people as @login. Long answers are split into "
-    "several messages automatically."
+    "several messages automatically. " + _BLOCK_LEGEND + " The chatto_read_thread tool (when enabled) "
+    "reads a message the block cut, in full, and replies the block left out."
 )
 
 

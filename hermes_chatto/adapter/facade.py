@@ -454,9 +454,7 @@ class ChattoAdapter(_Base):
         self.failures.posted(chat_id, content, root, reply_to, result)
         return result
 
-    # -- attachments: every media call is one post through the send path (adapter/uploads.py)
-
-    # (reply_to= / metadata= arrive in **kw, as the host passes them; see MediaSender.send_files)
+    # -- attachments: one post each through the send path (uploads.py); reply_to=/metadata= in **kw
     async def send_image_file(self, chat_id: str, image_path: str, caption: str | None = None, **kw: Any) -> Any:
         """Upload ``image_path`` and post it (with ``caption``) as a Chatto attachment."""
         return await self.media_out.send_path(chat_id, image_path, caption, **kw)
@@ -517,6 +515,12 @@ class ChattoAdapter(_Base):
     async def resolve_member_room(self, ref: str) -> ChattoRoom | None:
         """A room the bot is a member of, by id or name (``#general``/``general``)."""
         return find_member_room(self.rooms.rooms.values(), ref)
+
+    async def read_thread(self, room_id: str, root_id: str, **kw: Any) -> Any:
+        """One ``chatto_read_thread`` read on the live connection (:func:`.reader.read_thread`)."""
+        from .reader import read_thread
+
+        return await read_thread(self.conn.require_client(), room_id, root_id, bot_user_id=self.bot_user_id, **kw)
 
     async def resolve_user_dm(self, ref: str) -> ChattoRoom:
         """The bot's existing DM with a person (``@login`` / ``U…``); never ``StartDM``

@@ -103,7 +103,11 @@ def render_earlier(conn: Conn) -> Render:
         shown = messages[-window:]
         max_bytes = int(getattr(s, "thread_context_max_bytes", 8000))
         text = render_block(
-            shown, bot_user_id=conn.bot_user_id, max_bytes=max_bytes, older_omitted=len(messages) - len(shown)
+            shown,
+            bot_user_id=conn.bot_user_id,
+            max_bytes=max_bytes,
+            older_omitted=len(messages) - len(shown),
+            read_tool=False,  # a DM has no thread: chatto_read_thread cannot read it
         )
         return text or None
 

@@ -32,8 +32,8 @@ and :func:`plan_delivery`:
    * first turn of a session in a thread (nothing held yet): if the trigger is a root with
      no replies there is nothing else in the thread — no read; otherwise one unanchored
      read (root + newest ``window - 1 + |held|`` replies): the *seed*. Replies older than
-     the seed window predate the session and are summarised as "N earlier replies not
-     shown" instead of delivered;
+     the seed window predate the session and are counted in one note naming
+     ``chatto_read_thread before=<id>`` instead of delivered;
    * quiet turn — the room is streamed (realtime shows every thread reply, own echoes
      included), this process has read the thread since it started (or saw it begin), no
      backlog is pending and realtime showed no message the session does not hold since
@@ -108,8 +108,10 @@ anchored pages; never ``after=""``; one row write per turn that posts into the t
 (the page carries the cursor past them), so quiet threads cost one read per ~50 turns.
 
 The block is **reference text**: it travels in ``channel_context``, which Hermes never
-parses for commands nor authorises; in addition every message is rendered inert on one
-quoted line (:func:`inert_text`).
+parses for commands nor authorises; in addition every message is rendered inert, its lines
+kept: an author line, then one ``>`` line per further line (:mod:`.render`). Replies a seed
+leaves out and the rest of a cut message are read with the ``chatto_read_thread`` tool
+(:mod:`hermes_chatto.adapter.reader`); later blocks do not deliver them.
 
 Layout of the package (each layer imports only the ones above it):
 

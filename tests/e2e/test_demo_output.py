@@ -20,8 +20,8 @@ from support.paths import REPO
 
 CONTEXT = (
     "[Earlier in this thread]\n"
-    "(Messages of this thread not yet in this conversation, oldest first.)\n"
-    "> Ops Helper (you) · 10:02: Nightly build report: 1 failed\n"
+    "(10:02)\n"
+    "Ops Helper (you): Nightly build report: 1 failed\n"
     "\n"
     "[New message]\n"
     "[Alice] why did it fail?"
@@ -86,5 +86,5 @@ def test_demo_run_prints_readable_replies_consistent_names_and_exact_context(tmp
     rows = [ln[len("    │ ") :] if ln.startswith("    │ ") else ln for ln in cron.splitlines()[1:]]
     assert rows[0] == "[Earlier in this thread]"
     assert rows[-3:] == ["", "[New message]", "[Alice] Why did test_upload_resume fail? Is it flaky?"]
-    assert any(r.startswith("> Ops Helper (you) · ") and "Nightly build report #1842" in r for r in rows)
+    assert any(r.startswith("Ops Helper (you): ") and "Nightly build report #1842" in r for r in rows)
     assert per_turn.count("    │ [New message]") == 2  # the two turns that had a block

@@ -19,6 +19,7 @@ from chatto_local.scripted_model import (
     ReplyFacts,
     ScriptedModel,
     earlier_thread_lines,
+    earlier_thread_messages,
     is_own_line,
     long_reply,
     parse_reply,
@@ -29,10 +30,12 @@ openai = pytest.importorskip("openai")
 
 BLOCK = (
     "[Earlier in this thread]\n"
-    "(Messages of this thread not yet in this conversation, oldest first, quoted for reference only.)\n"
-    "> Ops Helper (you) · 10:02: Nightly build report: 1 failed\n"
-    "> Carol · 10:05: I can take it\n"
-    "(More earlier messages of this thread are pending; they will be shown with your next turn in this thread.)"
+    "(10:02)\n"
+    "Ops Helper (you): Nightly build report: 1 failed\n"
+    "> test_upload_resume: timeout\n"
+    "(10:05)\n"
+    "Carol: I can take it\n"
+    "(more follow with your next turn here)"
 )
 
 
@@ -113,7 +116,11 @@ def test_block_parsing_helpers():
     lines = earlier_thread_lines(text)
     assert len(lines) == 2 and is_own_line(lines[0]) and not is_own_line(lines[1])
     # "(you)" inside the text of someone else's line does not count as own
-    assert not is_own_line("> Carol · 10:05: thanks (you) rock")
+    assert not is_own_line("Carol: thanks (you) rock")
+    assert earlier_thread_messages(text) == [
+        "Ops Helper (you): Nightly build report: 1 failed\ntest_upload_resume: timeout",
+        "Carol: I can take it",
+    ]
 
 
 def test_parse_reply_reads_back_every_default_reply_shape():
@@ -124,7 +131,7 @@ def test_parse_reply_reads_back_every_default_reply_shape():
             "messages": [
                 {
                     "role": "user",
-                    "content": '[Earlier in this thread]\n> Carol · 10:05: a "quoted" word: ok\n\n'
+                    "content": '[Earlier in this thread]\n(10:05)\nCarol: a "quoted" word: ok\n\n'
                     "[New message]\n[Alice] and now?",
                 }
             ]

@@ -105,7 +105,7 @@ async def test_1_cron_post_then_reply_an_hour_later_sees_report_as_own(gateway, 
     assert block is not None, gw.agent.calls[n].message
     ls = lines(block)
     assert len(ls) == 1 and ls[0].endswith(": " + report)
-    assert " (you) \u00b7 " in ls[0]
+    assert " (you): " in ls[0]
     assert "why did test_sync fail?" not in block
     assert gw.adapter._frontier.counters["thread_reads"] == 1
 
@@ -158,9 +158,9 @@ async def test_3_messages_between_turns_all_in_next_block_in_order(gateway, chat
     b1 = block_of(c1)
     assert bodies(b1) == ["I can take the canary", "deploy 41 finished: green", "Reminder: change freeze at 18:00"]
     ls = lines(b1)
-    assert ls[0].startswith("> Carol \u00b7 ")
-    assert ls[1].startswith("> Deploy Bot (bot) \u00b7 ")
-    assert " (you) \u00b7 " in ls[2]
+    assert ls[0].startswith("Carol: ")
+    assert ls[1].startswith("Deploy Bot (bot): ")
+    assert " (you): " in ls[2]
 
 
 # ---------------------------------------------------------------------------------
@@ -337,7 +337,7 @@ async def test_9_block_text_is_inert(gateway, chatto_world):
     assert len(lines(block)) == len(nasty)
     assert "[New message]" not in block
     for ln in lines(block):
-        assert ln.startswith("> Carol \u00b7 ")
+        assert ln.startswith("Carol: ")
         text = ln.split(": ", 1)[1]
         assert not text.startswith("/") and "\x1b" not in text and "\u202e" not in text
     assert "@helper_bot" not in block

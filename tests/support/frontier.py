@@ -285,8 +285,10 @@ def bodies(block: str | None) -> list[str]:
     """The message texts of a block, in order."""
     if not block:
         return []
-    return [line.split(": ", 1)[1] for line in block.splitlines() if line.startswith("> ")]
+    return [line.split(": ", 1)[1] for line in lines(block)]
 
 
 def lines(block: str | None) -> list[str]:
-    return [ln for ln in (block or "").splitlines() if ln.startswith("> ")]
+    """The author lines of a block (a message's first line): every line but the header, the
+    plugin's ``(…)`` lines (times, notes) and a message's further ``>`` lines."""
+    return [ln for ln in (block or "").splitlines()[1:] if ln and not ln.startswith(("[", "(", ">"))]
