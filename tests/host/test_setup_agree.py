@@ -26,6 +26,8 @@ import os
 import pytest
 import yaml
 
+from chatto_local.hermes_config import write_hermes_config
+
 from support.host import drop_log_handlers_added_since
 
 URL = "http://127.0.0.1:9"
@@ -50,15 +52,12 @@ def home(registered, hermes_home, env_restored):
 
 
 def _write_yaml(home, extra: dict | None, *, enabled: bool | None = None) -> None:
-    cfg: dict = {"plugins": {"enabled": ["chatto"]}}
     block: dict = {}
     if enabled is not None:
         block["enabled"] = enabled
     if extra:
         block["extra"] = extra
-    if block:
-        cfg["platforms"] = {"chatto": block}
-    (home / "config.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    write_hermes_config(home, platform=block or None)
 
 
 def _write_dotenv(home, values: dict[str, str]) -> None:
