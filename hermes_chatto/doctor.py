@@ -14,6 +14,10 @@ Checks, in order (later ones are skipped when an earlier one makes them meaningl
    key present; where each came from; the key is not in config.yaml.
 2. ``authorization`` — someone is allowed to talk to the bot (``CHATTO_ALLOWED_USERS`` /
    ``CHATTO_ALLOW_ALL_USERS`` / ``GATEWAY_*``), else pairing codes only.
+2b. ``plugin`` — the host's loader would load the plugin (``plugins.enabled`` / ``disabled``,
+   :func:`plugin_skip_reason`); fix ``hermes plugins enable chatto``. ``gateway`` — the host's
+   own ``load_gateway_config().get_connected_platforms()`` lists Chatto (e.g. not when
+   ``platforms.chatto.enabled: false``). A failure here ends the report.
 3. ``server`` — ``ServerDiscoveryService/GetServer``: reachable, Connect JSON (a non-JSON 404
    means "not a Chatto server / wrong URL"), its version (``ServerPublicProfile.version``)
    judged against the tested range (:func:`version_note`), and a key-less protocol-4 probe
@@ -855,6 +859,7 @@ def _profile_checks(
     extra: dict[str, Any] = {}
     err: ChattoConfigError | None = None
     auth: Check | None = None
+    host: list[Check]
     if settings is None:
         with profile_scope(home, environ=environ) as origins:
             report.hermes_home = str(compat.hermes_home())
@@ -864,13 +869,96 @@ def _profile_checks(
             except ChattoConfigError as exc:
                 err = exc
             auth = _auth_check(settings, origins, extra) if settings is not None else None
+            # Only for a complete profile: an incomplete one fails the config check already,
+            # and its fix (the setup) comes first.
+            host = _host_checks(settings) if settings is not None and settings.configured else []
     else:
         report.hermes_home = str(compat.hermes_home())
+        host = []
     report.checks += _config_check(err, settings, origins, extra)
     report.checks += _unknown_keys_check(extra)
     if settings is not None and settings.configured and auth is not None:
         report.checks.append(auth)
+    report.checks += host
+    if any(c.status == FAIL for c in host):
+        return None  # the gateway would not run the platform: checking the server says nothing
     return settings
+
+
+#: The fix ``hermes plugins`` prints for a plugin it skipped (hermes-agent 0.19.0
+#: ``hermes_cli/plugins.py``).
+FIX_PLUGIN = (
+    "run `hermes plugins enable chatto` (it edits plugins.enabled/disabled in config.yaml), then restart the gateway"
+)
+
+
+def plugin_skip_reason(plugins_cfg: Any, name: str = "chatto") -> str:
+    """Why hermes-agent 0.19.0's loader (``PluginManager.discover_and_load``) would not load the
+    entry-point plugin ``name`` with ``plugins_cfg`` (the ``plugins`` section of the profile's
+    config.yaml); ``""`` when it would. Pure: the same rule as the loader, on plain data:
+    ``plugins.disabled`` wins; otherwise the name must be in the ``plugins.enabled`` list
+    (entry-point plugins are opt-in: a missing list loads nothing)."""
+    section = plugins_cfg if isinstance(plugins_cfg, dict) else {}
+    disabled = section.get("disabled")
+    if isinstance(disabled, list) and name in disabled:
+        return f"'{name}' is listed in plugins.disabled of config.yaml (`hermes plugins disable {name}` put it there)"
+    enabled = section.get("enabled")
+    if not isinstance(enabled, list):
+        return "config.yaml has no plugins.enabled list, and plugins installed with pip load only when listed there"
+    if name not in enabled:
+        return f"'{name}' is not in plugins.enabled of config.yaml"
+    return ""
+
+
+def _host_checks(settings: ChattoSettings | None) -> list[Check]:
+    """What the gateway of this profile would do with the platform, asked of the host itself
+    (call inside :func:`profile_scope`): ``plugin`` (would the plugin load) and, when it would
+    and the settings are complete, ``gateway`` (would ``hermes gateway run`` start the Chatto
+    platform: ``load_gateway_config().get_connected_platforms()``). Empty without Hermes."""
+    try:
+        from hermes_cli.config import load_config
+    except Exception:  # pragma: no cover - Hermes absent
+        return []
+    try:
+        cfg = load_config()
+    except Exception as exc:
+        return [Check("plugin", FAIL, f"config.yaml does not load: {exc}", "fix config.yaml (`hermes config check`)")]
+    why = plugin_skip_reason(cfg.get("plugins"))
+    if why:
+        return [
+            Check(
+                "plugin",
+                FAIL,
+                f'the gateway will not load this plugin: {why}; it would log "No messaging platforms enabled"',
+                FIX_PLUGIN,
+            )
+        ]
+    out = [Check("plugin", PASS, "chatto is in plugins.enabled of config.yaml")]
+    if settings is None or not settings.configured:
+        return out
+    try:
+        from gateway.config import Platform, load_gateway_config
+
+        gw = load_gateway_config()
+        plat = Platform("chatto")
+        pconf = gw.platforms.get(plat)
+        started = plat in gw.get_connected_platforms()
+    except Exception as exc:
+        return [*out, Check("gateway", WARN, f"could not ask the gateway's config loader: {exc}", "")]
+    if started:
+        return [*out, Check("gateway", PASS, "`hermes gateway run` would start the Chatto platform")]
+    section = (cfg.get("platforms") or {}).get("chatto") if isinstance(cfg.get("platforms"), dict) else None
+    if pconf is not None and not pconf.enabled and isinstance(section, dict) and section.get("enabled") is False:
+        why, fix = (
+            "platforms.chatto.enabled is false in config.yaml",
+            "set platforms.chatto.enabled: true in config.yaml (or delete the line), then restart the gateway",
+        )
+    else:
+        why, fix = (
+            "the gateway's config loader does not list Chatto among the platforms to start",
+            "run `hermes chatto setup`, then `hermes chatto doctor` again",
+        )
+    return [*out, Check("gateway", FAIL, f"`hermes gateway run` would not start the Chatto platform: {why}", fix)]
 
 
 async def _server_check(
