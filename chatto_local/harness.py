@@ -232,6 +232,9 @@ class Turn:
     replies: list[ChattoMessage] = field(default_factory=list)
     requests: list[ModelRequest] = field(default_factory=list)
     seconds: float = 0.0
+    #: index of the turn's first request in ``ScriptedModel.turn_requests()`` (for
+    #: :meth:`Harness.settle_turn` of a turn driven with ``expect_reply=False``)
+    first_request: int = 0
 
     @property
     def context(self) -> str:
@@ -879,7 +882,7 @@ class Harness:
         c0 = len(model.chat_requests())
         t0 = time.monotonic()
         trigger = await self.post(room, text, thread_root=thread_root, user=user, files=files)
-        turn = Turn(label, trigger.room_id, trigger)
+        turn = Turn(label, trigger.room_id, trigger, first_request=n0)
         self.turns.append(turn)
         if not expect_reply:
             return turn
@@ -918,6 +921,15 @@ class Harness:
         turn.requests = model.turn_requests()[n0:]
         turn.replies = await self.bot_messages_since(trigger)
         turn.seconds = time.monotonic() - t0
+        return turn
+
+    async def settle_turn(self, turn: Turn) -> Turn:
+        """Fill in ``requests`` and ``replies`` of a turn driven with ``expect_reply=False``
+        once the caller saw it end (the model's requests since the trigger; the bot's messages
+        after it). Without this its ``context`` stayed empty and the demo printed "(model not
+        called)" for a turn the model answered."""
+        turn.requests = self.started_model.turn_requests()[turn.first_request :]
+        turn.replies = await self.bot_messages_since(turn.trigger)
         return turn
 
     def _dispatch_diagnosis(self, trigger: ChattoMessage) -> str:

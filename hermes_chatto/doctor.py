@@ -104,6 +104,11 @@ SUPPORTED_RANGE = "Chatto 0.5.0-beta.10 … beta.20"
 #: ``(major, minor, patch, beta)`` bounds of :data:`SUPPORTED_RANGE`.
 _TESTED_LOW, _TESTED_HIGH = (0, 5, 0, 10), (0, 5, 0, 20)
 
+#: The fix when the rejected key is an exported variable that differs from the .env's.
+FIX_STALE_ENV_KEY = (
+    "unset CHATTO_BOT_KEY in this shell (`unset CHATTO_BOT_KEY`; the gateway reads the profile's .env), "
+    'or export the .env\'s values again (`set -a; . "$HERMES_HOME/.env"; set +a`), then run doctor again'
+)
 FIX_KEY = (
     "create a new API key for the bot in Chatto (bot settings → API keys; revoke the old one), then "
     "save it: `hermes chatto setup` checks and writes it, or set CHATTO_BOT_KEY in the profile's .env"
@@ -243,6 +248,9 @@ class DoctorReport:
     checks: list[Check] = field(default_factory=list)
     hermes_home: str = ""
     url: str = ""
+    #: the checked CHATTO_BOT_KEY is the process environment's, and the profile's .env holds
+    #: a different one (what the gateway uses): a stale `export` after `rotate-key`
+    key_env_over_file: bool = field(default=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -833,7 +841,7 @@ async def run_doctor(
         return report
     client = ChattoClient(settings.url, key, timeout=http_timeout, transport=transport, read_retries=0)
     try:
-        key_check, authenticated = await _bot_key_check(client, settings, supported)
+        key_check, authenticated = await _bot_key_check(client, settings, supported, report.key_env_over_file)
         report.checks.append(key_check)
         if not authenticated:
             return report
@@ -869,6 +877,7 @@ def _profile_checks(
             except ChattoConfigError as exc:
                 err = exc
             auth = _auth_check(settings, origins, extra) if settings is not None else None
+            report.key_env_over_file = origins.get(BOT_KEY_ENV) == ENV_OVER_FILE
             # Only for a complete profile: an incomplete one fails the config check already,
             # and its fix (the setup) comes first.
             host = _host_checks(settings) if settings is not None and settings.configured else []
@@ -1031,15 +1040,25 @@ def _server_verdict(name: str, version: str, verdict: ProtocolVerdict, elapsed: 
     )
 
 
-async def _bot_key_check(client: Any, settings: ChattoSettings, supported: bool | None) -> tuple[Check, bool]:
+async def _bot_key_check(
+    client: Any, settings: ChattoSettings, supported: bool | None, env_over_file: bool = False
+) -> tuple[Check, bool]:
     """``GetViewer`` with the bot key: ``(check, authenticated)``; the room checks are
-    skipped when the key is not ``authenticated``."""
+    skipped when the key is not ``authenticated``. ``env_over_file``: the key is an exported
+    variable that differs from the profile's .env: a rejection blames that variable (the
+    usual cause: the .env was rewritten by a key rotation, the shell still exports the old)."""
     from hermes_chatto.wire.errors import ChattoCredentialError, ChattoError
 
     t0 = time.perf_counter()
     try:
         viewer = await client.get_viewer()
     except ChattoCredentialError:
+        if env_over_file and supported is not False:
+            detail = (
+                "the server rejected the CHATTO_BOT_KEY exported in this shell, which differs from the one in "
+                "the profile's .env (the gateway uses the .env's; a key rotation rewrites only the file)"
+            )
+            return Check("bot key", FAIL, detail, FIX_STALE_ENV_KEY, _elapsed(t0)), False
         detail = (
             "the server rejected CHATTO_BOT_KEY (unauthenticated): the key was revoked, deleted or mistyped, "
             "or the bot's owner account was deleted (a bot key works only while its human owner exists)"

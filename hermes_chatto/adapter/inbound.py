@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import compat
-from ..ingress import IngressContext, IngressDecision, bot_gate, decide, skip_reason
+from ..ingress import IngressContext, IngressDecision, bot_gate, chat_name_for, decide, skip_reason
 from ..logs import get_logger
 from ..wire import events as E
 from ..wire.errors import ChattoError, ChattoNotFound
@@ -281,7 +281,8 @@ class Inbound:
                 return msg, IngressDecision(False, "other_bot", chat_id=msg.room_id, message_id=msg.event_id)
         author = msg.author
         assert author is not None
-        return msg, dataclasses.replace(d, user_name=author.label, is_bot=author.is_bot)
+        chat_name = chat_name_for(d.chat_type, d.chat_name or "", author.label)
+        return msg, dataclasses.replace(d, user_name=author.label, is_bot=author.is_bot, chat_name=chat_name)
 
     async def _read_full(self, thin: ChattoMessage) -> ChattoMessage | None:
         """``GetMessage`` for a message that dispatches: the body as written and its

@@ -715,3 +715,26 @@ async def test_doctor_fails_when_config_yaml_turns_the_platform_off(srv, home):
         assert Platform("chatto") not in load_gateway_config().get_connected_platforms()  # the host agrees
     finally:
         os.environ.pop("CHATTO_BOT_KEY", None)
+
+
+async def test_after_rotate_key_doctor_blames_the_stale_exported_variable_not_the_key(srv, home):
+    """Issue 28: the by-hand block exports the .env's values; `rotate-key` rewrites the .env
+    (the gateway's key is the new one) while the shell still exports the old key. Doctor said
+    the key was revoked and to create a new one; the .env's key is fine."""
+    from hermes_chatto.doctor import FAIL, run_doctor
+
+    old = _configure(home, srv)
+    new = srv.rotate_key(srv.bot_id)
+    env_text = (home / ".env").read_text().replace(old, new)
+    (home / ".env").write_text(env_text)  # what `serve`'s rotate-key listener does
+    report = await run_doctor(environ={"CHATTO_BOT_KEY": old})
+    key = _by_name(report)["bot key"]
+    assert key.status == FAIL
+    assert "exported in this shell" in key.detail and "differs from the one in the profile's .env" in key.detail
+    assert key.fix.startswith("unset CHATTO_BOT_KEY") and "create a new API key" not in key.fix
+    _assert_no_secret(_outputs(report), old, new)
+    assert (await run_doctor(environ={})).ok  # the .env's key: all good
+    # same key in both places, rejected: the key itself is blamed, as before
+    srv.rotate_key(srv.bot_id)
+    report = await run_doctor(environ={"CHATTO_BOT_KEY": new})
+    assert "create a new API key" in _by_name(report)["bot key"].fix

@@ -178,3 +178,12 @@ def test_the_servers_mention_list_decides_when_the_message_came_with_one():
     assert decide(msg(body="see `@helper_bot`", mentions_viewer=False), CHAN, SeenSet()).reason == "not_addressed"
     assert decide(msg(body="@ops please", mentions_viewer=True), CHAN, SeenSet()).reason == "dispatch_mention"
     assert decide(msg(body="@helper_bot hi"), CHAN, SeenSet()).reason == "dispatch_mention"
+
+
+def test_chat_name_is_the_room_name_or_for_a_dm_the_persons_name():
+    from hermes_chatto.ingress import chat_name_for
+
+    assert chat_name_for("group", "general", "Alice") == "general"
+    assert chat_name_for("dm", "", "Alice") == "Alice"
+    assert chat_name_for("group", "", "Alice") is None  # a channel without a name: the host shows its id
+    assert chat_name_for("dm", "", "") is None
