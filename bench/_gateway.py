@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-import yaml
+from chatto_local.hermes_config import write_hermes_config
 
 
 def write_config(home: str, *, extra: dict[str, Any] | None = None) -> None:
@@ -24,9 +23,8 @@ def write_config(home: str, *, extra: dict[str, Any] | None = None) -> None:
     # fallbacks on every turn (``resolve_runtime_provider`` → ``has_aws_credentials``: a new
     # botocore session), ~120 ms on the event loop per turn, which P8 measured as the plugin
     # falling behind.
-    model = {"provider": "custom", "default": "bench-model", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk-bench"}
-    cfg = {"model": model, "plugins": {"enabled": ["chatto"]}, "platforms": {"chatto": block}}
-    Path(home, "config.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    # The offline settings every test home has (lazy installs off, chatto_local.hermes_config).
+    write_hermes_config(home, platform=block)
 
 
 async def start_gateway(

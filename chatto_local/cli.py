@@ -371,7 +371,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     srv = LocalChatto.demo(state_path=args.state, heartbeat_interval=args.heartbeat)
     srv.admin_key = args.admin_key or "chadm_" + secrets.token_urlsafe(18)
-    url = srv.start_sync(args.host, args.port)
+    try:
+        url = srv.start_sync(args.host, args.port)
+    except (OSError, RuntimeError) as e:
+        # One line and exit 2, like `model`: the README's by-hand block waits for the keys
+        # line and names this log when it does not come.
+        raise CliError(f"cannot start the local Chatto server on {args.host}:{args.port}: {e}", 2) from None
     w = srv.world
     assert w is not None
     # CHATTO_HOME_CHANNEL (#general) makes the file a complete profile .env for this server:

@@ -468,6 +468,7 @@ async def scenario_attachments(h: Harness, step: Step, verbose: bool = True) -> 
     except TimeoutError:
         msgs = []
     await h.wait_idle()
+    await h.settle_turn(t2)
     names = [a.filename for m in msgs for a in m.attachments]
     step.note(f"the bot posted: {names or 'no attachment'}")
     stored = b""

@@ -49,6 +49,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from chatto_local.hermes_config import LAZY_INSTALLS_OFF_ENV, hermes_config, merge_config
 from chatto_local.scripted_model import (
     ModelRequest,
     ScriptedModel,
@@ -178,21 +179,41 @@ async def wait_until(
     interval: float = 0.05,
     what: Any = "condition",
     exc: type[Exception] = TimeoutError,
+    progress: Callable[[], Any] | None = None,
+    cap: float | None = None,
 ) -> Any:
     """Poll ``pred`` (sync or async) until it returns a truthy value; return that value.
 
     A condition wait, not a fixed sleep: returns as soon as the condition holds. Raises
     ``exc`` (default ``TimeoutError``) naming ``what`` after ``timeout`` seconds (the test
-    suite's ``support.waits.wait_for`` passes ``exc=AssertionError``)."""
-    deadline = time.monotonic() + timeout
+    suite's ``support.waits.wait_for`` passes ``exc=AssertionError``).
+
+    With ``progress`` (a callable returning any comparable value, e.g. a tuple of counters),
+    ``timeout`` is how long the wait may go without ``progress()`` changing: a slow machine
+    that is still getting somewhere gets more time, a stuck one fails as fast as before. It
+    still fails after ``cap`` seconds in all (default ``5 * timeout``)."""
+    start = time.monotonic()
+    limit = start + (cap if cap is not None else 5 * timeout) if progress is not None else start + timeout
+    seen = progress() if progress is not None else None
+    moved = start
     while True:
         v = pred()
         if inspect.isawaitable(v):
             v = await v
         if v:
             return v
-        if time.monotonic() >= deadline:
-            raise exc(f"timed out after {timeout:.0f} s waiting for {what}")
+        now = time.monotonic()
+        if progress is not None:
+            cur = progress()
+            if cur != seen:
+                seen, moved = cur, now
+            if now - moved >= timeout:
+                raise exc(
+                    f"timed out waiting for {what}: no progress for {timeout:.0f} s "
+                    f"({now - start:.0f} s in all; last progress {seen!r})"
+                )
+        if now >= limit:
+            raise exc(f"timed out after {now - start:.0f} s waiting for {what}")
         await asyncio.sleep(interval)
 
 
@@ -211,6 +232,9 @@ class Turn:
     replies: list[ChattoMessage] = field(default_factory=list)
     requests: list[ModelRequest] = field(default_factory=list)
     seconds: float = 0.0
+    #: index of the turn's first request in ``ScriptedModel.turn_requests()`` (for
+    #: :meth:`Harness.settle_turn` of a turn driven with ``expect_reply=False``)
+    first_request: int = 0
 
     @property
     def context(self) -> str:
@@ -253,15 +277,6 @@ def _read_state(home: Path) -> dict:
         return json.loads((home / "gateway_state.json").read_text())
     except (OSError, ValueError):
         return {}
-
-
-def _merge_config(base: dict, extra: dict) -> None:
-    """Merge ``extra`` into ``base`` in place: dicts key by key, anything else replaced."""
-    for k, v in extra.items():
-        if isinstance(v, dict) and isinstance(base.get(k), dict):
-            _merge_config(base[k], v)
-        else:
-            base[k] = v
 
 
 def _kill_if_alive(proc: subprocess.Popen) -> None:
@@ -349,7 +364,8 @@ class Harness:
     vars in ``os.environ`` for the life of the harness — one in-process harness per process
     at a time). ``allow_all_users``: authorise via ``CHATTO_ALLOW_ALL_USERS`` instead of
     the ``CHATTO_ALLOWED_USERS`` allowlist (alice, bob). ``nethook``: log non-loopback
-    connects of the gateway subprocess. ``turn_timeout``: seconds per wait.
+    connects of the gateway subprocess. ``turn_timeout``: seconds a wait may go without
+    :meth:`progress` (at the latest five times that in all).
     ``extra_platform_config`` goes into ``platforms.chatto.extra``; ``extra_config`` is
     merged into the top level of ``config.yaml`` (dicts merged key by key, e.g.
     ``{"display": {"busy_input_mode": "queue"}}``).
@@ -508,32 +524,23 @@ class Harness:
         import yaml
 
         general = self.rooms["general"]
-        cfg = {
-            "model": {
+        cfg = hermes_config(
+            model={
                 "provider": "custom",
                 "default": model.model_id,
                 "base_url": model.base_url,
                 "api_key": "sk-scripted-local",
                 "context_length": 131072,
             },
-            "security": {"allow_lazy_installs": False, "tirith_enabled": False},
-            "auxiliary": {"title_generation": {"enabled": False}},
-            "agent": {"environment_probe": False, "api_max_retries": 1},
-            "memory": {"nudge_interval": 0},
-            "skills": {"creation_nudge_interval": 0},
-            "onboarding": {"profile_build": "off"},
-            "plugins": {"enabled": ["chatto"]},
-            "platforms": {
-                "chatto": {
-                    "enabled": True,
-                    # The "Gateway online / shutting down" notices would land in #general.
-                    "gateway_restart_notification": False,
-                    "home_channel": {"platform": "chatto", "chat_id": general, "name": "general"},
-                    "extra": {"url": self.chatto.base_url, **extra_platform},
-                }
+            platform={
+                "enabled": True,
+                # The "Gateway online / shutting down" notices would land in #general.
+                "gateway_restart_notification": False,
+                "home_channel": {"platform": "chatto", "chat_id": general, "name": "general"},
+                "extra": {"url": self.chatto.base_url, **extra_platform},
             },
-        }
-        _merge_config(cfg, self.extra_config)
+        )
+        merge_config(cfg, self.extra_config)
         home.mkdir(parents=True, exist_ok=True)
         (home / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
         env = dict(env)
@@ -590,9 +597,9 @@ class Harness:
     def child_env(self, home: Path | None = None) -> dict[str, str]:
         """Environment for Hermes subprocesses: the caller's, minus anything that could
         redirect the model or select another profile, plus ``HERMES_HOME``,
-        ``HERMES_API_TIMEOUT=30``, and on ``PYTHONPATH`` the source tree of this
-        ``chatto_local`` (when it holds ``hermes_chatto``) and (with ``nethook``) the
-        socket-logging ``sitecustomize``."""
+        ``HERMES_API_TIMEOUT=30``, ``HERMES_DISABLE_LAZY_INSTALLS=1``, and on ``PYTHONPATH`` the
+        source tree of this ``chatto_local`` (when it holds ``hermes_chatto``) and (with
+        ``nethook``) the socket-logging ``sitecustomize``."""
         env = {
             k: v for k, v in os.environ.items() if k not in _STRIP_ENV_EXACT and not k.startswith(_STRIP_ENV_PREFIXES)
         }
@@ -602,6 +609,8 @@ class Harness:
                 "HERMES_API_TIMEOUT": "30",
                 "PYTHONUNBUFFERED": "1",
                 "NO_COLOR": "1",
+                # config.yaml says it too; this covers a home a test writes by hand.
+                **LAZY_INSTALLS_OFF_ENV,
             }
         )
         # the child imports the plugin from the same tree as this process (a git worktree's
@@ -647,7 +656,11 @@ class Harness:
             self.gateway.start()
             try:
                 await wait_until(
-                    self._subprocess_ready, timeout=90, what="hermes gateway run to connect the chatto platform"
+                    self._subprocess_ready,
+                    timeout=90,
+                    what="hermes gateway run to connect the chatto platform",
+                    progress=self.progress,
+                    cap=300,
                 )
             except Exception as exc:
                 tail = self.gateway.log_tail()
@@ -655,7 +668,11 @@ class Harness:
         else:
             await self._start_inprocess()
         await wait_until(
-            self._bot_subscribed, timeout=30, what="the bot's realtime socket to subscribe on the local Chatto"
+            self._bot_subscribed,
+            timeout=30,
+            what="the bot's realtime socket to subscribe on the local Chatto",
+            progress=self.progress,
+            cap=300,
         )
         self.notes.append(f"gateway start #{self.gateway_starts} ready in {time.monotonic() - t0:.1f} s")
 
@@ -729,6 +746,23 @@ class Harness:
                 os.environ[k] = v
         self._saved_env.clear()
 
+    def progress(self) -> tuple[int, ...]:
+        """What moves while the gateway is getting somewhere: bytes in its logs (the
+        subprocess' output and ``$HERMES_HOME/logs``), the model's requests, messages and
+        reactions on the server. The harness' waits fail after :attr:`turn_timeout` (or their
+        own timeout) seconds in which this stood still, not at a fixed wall time: a busy
+        machine is slower, not stuck (issue 28)."""
+        sizes = 0
+        logs = [self.run_dir / "gateway.log", *sorted((self.home / "logs").glob("*.log"))]
+        for f in logs:
+            with contextlib.suppress(OSError):
+                sizes += f.stat().st_size
+        state = getattr(self.chatto, "state", None)
+        messages = len(state.messages) if state is not None else 0
+        reactions = sum(len(v) for m in list(state.messages.values()) for v in m.reactions.values()) if state else 0
+        requests = len(self.model.requests) if self.model is not None else 0
+        return (sizes, requests, messages, reactions)
+
     def gateway_idle(self) -> bool:
         """True when the gateway runs no agent turn (``active_agents == 0`` in
         ``gateway_state.json``; in-process: no running agent and no active adapter
@@ -759,7 +793,12 @@ class Harness:
         return True
 
     async def wait_idle(self, timeout: float | None = None) -> None:
-        await wait_until(self.gateway_idle, timeout=timeout or self.turn_timeout, what="the gateway to finish its turn")
+        await wait_until(
+            self.gateway_idle,
+            timeout=timeout or self.turn_timeout,
+            what="the gateway to finish its turn",
+            progress=self.progress,
+        )
 
     # ------------------------------------------------------------------ acting as people
     async def post(
@@ -860,7 +899,7 @@ class Harness:
         c0 = len(model.chat_requests())
         t0 = time.monotonic()
         trigger = await self.post(room, text, thread_root=thread_root, user=user, files=files)
-        turn = Turn(label, trigger.room_id, trigger)
+        turn = Turn(label, trigger.room_id, trigger, first_request=n0)
         self.turns.append(turn)
         if not expect_reply:
             return turn
@@ -869,6 +908,7 @@ class Harness:
                 lambda: len(model.turn_requests()) > n0,
                 timeout=self.turn_timeout,
                 what=f"[{label}] the model to be called",
+                progress=self.progress,
             )
         except TimeoutError as exc:
             raise TimeoutError(f"{exc} ({self._dispatch_diagnosis(trigger)})") from None
@@ -878,7 +918,9 @@ class Harness:
             finals = [r for r in reqs if r.stream and not r.tool_calls and r.reply]
             return finals[-1].reply if finals else None
 
-        expected = await wait_until(final_answer, timeout=self.turn_timeout, what=f"[{label}] the model's final answer")
+        expected = await wait_until(
+            final_answer, timeout=self.turn_timeout, what=f"[{label}] the model's final answer", progress=self.progress
+        )
 
         async def delivered() -> list[ChattoMessage] | None:
             msgs = await self.bot_messages_since(trigger)
@@ -886,12 +928,25 @@ class Harness:
             return msgs if _squash(expected) in got else None
 
         turn.replies = await wait_until(
-            delivered, timeout=self.turn_timeout, interval=0.1, what=f"[{label}] the bot's reply in Chatto"
+            delivered,
+            timeout=self.turn_timeout,
+            interval=0.1,
+            what=f"[{label}] the bot's reply in Chatto",
+            progress=self.progress,
         )
         await self.wait_idle()
         turn.requests = model.turn_requests()[n0:]
         turn.replies = await self.bot_messages_since(trigger)
         turn.seconds = time.monotonic() - t0
+        return turn
+
+    async def settle_turn(self, turn: Turn) -> Turn:
+        """Fill in ``requests`` and ``replies`` of a turn driven with ``expect_reply=False``
+        once the caller saw it end (the model's requests since the trigger; the bot's messages
+        after it). Without this its ``context`` stayed empty and the demo printed "(model not
+        called)" for a turn the model answered."""
+        turn.requests = self.started_model.turn_requests()[turn.first_request :]
+        turn.replies = await self.bot_messages_since(turn.trigger)
         return turn
 
     def _dispatch_diagnosis(self, trigger: ChattoMessage) -> str:

@@ -237,11 +237,14 @@ def parse_secret(raw: Any) -> SecretStr:
             hint = " (drop the 'Bearer ' prefix)"
         elif s.startswith("cht_") and not s.startswith("cht_BK_"):
             hint = " (this is not a bot key; create a bot account in Chatto and use its API key)"
-        elif s and not s.startswith("cht_"):
+        elif s.startswith("chu_"):
             hint = (
-                " (this looks like a user or session token, not a bot key; create a bot account "
-                "in Chatto and use its cht_BK_ API key)"
+                " (this is a user's token, not a bot key; create a bot account in Chatto and use its cht_BK_ API key)"
             )
+        elif s:
+            # Not recognisably any kind of token: do not call it one (a garbage paste was once
+            # called "a user or session token").
+            hint = " (it does not look like a Chatto key at all; copy the bot's key, which starts with cht_BK_)"
         raise ValueError(
             "is not a Chatto bot key: expected cht_BK_U<14 letters/digits>.<secret> as shown "
             f"once when the bot was created or its key rotated{hint}"

@@ -14,6 +14,10 @@ Checks, in order (later ones are skipped when an earlier one makes them meaningl
    key present; where each came from; the key is not in config.yaml.
 2. ``authorization`` — someone is allowed to talk to the bot (``CHATTO_ALLOWED_USERS`` /
    ``CHATTO_ALLOW_ALL_USERS`` / ``GATEWAY_*``), else pairing codes only.
+2b. ``plugin`` — the host's loader would load the plugin (``plugins.enabled`` / ``disabled``,
+   :func:`plugin_skip_reason`); fix ``hermes plugins enable chatto``. ``gateway`` — the host's
+   own ``load_gateway_config().get_connected_platforms()`` lists Chatto (e.g. not when
+   ``platforms.chatto.enabled: false``). A failure here ends the report.
 3. ``server`` — ``ServerDiscoveryService/GetServer``: reachable, Connect JSON (a non-JSON 404
    means "not a Chatto server / wrong URL"), its version (``ServerPublicProfile.version``)
    judged against the tested range (:func:`version_note`), and a key-less protocol-4 probe
@@ -100,6 +104,11 @@ SUPPORTED_RANGE = "Chatto 0.5.0-beta.10 … beta.20"
 #: ``(major, minor, patch, beta)`` bounds of :data:`SUPPORTED_RANGE`.
 _TESTED_LOW, _TESTED_HIGH = (0, 5, 0, 10), (0, 5, 0, 20)
 
+#: The fix when the rejected key is an exported variable that differs from the .env's.
+FIX_STALE_ENV_KEY = (
+    "unset CHATTO_BOT_KEY in this shell (`unset CHATTO_BOT_KEY`; the gateway reads the profile's .env), "
+    'or export the .env\'s values again (`set -a; . "$HERMES_HOME/.env"; set +a`), then run doctor again'
+)
 FIX_KEY = (
     "create a new API key for the bot in Chatto (bot settings → API keys; revoke the old one), then "
     "save it: `hermes chatto setup` checks and writes it, or set CHATTO_BOT_KEY in the profile's .env"
@@ -239,6 +248,9 @@ class DoctorReport:
     checks: list[Check] = field(default_factory=list)
     hermes_home: str = ""
     url: str = ""
+    #: the checked CHATTO_BOT_KEY is the process environment's, and the profile's .env holds
+    #: a different one (what the gateway uses): a stale `export` after `rotate-key`
+    key_env_over_file: bool = field(default=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -829,7 +841,7 @@ async def run_doctor(
         return report
     client = ChattoClient(settings.url, key, timeout=http_timeout, transport=transport, read_retries=0)
     try:
-        key_check, authenticated = await _bot_key_check(client, settings, supported)
+        key_check, authenticated = await _bot_key_check(client, settings, supported, report.key_env_over_file)
         report.checks.append(key_check)
         if not authenticated:
             return report
@@ -855,6 +867,7 @@ def _profile_checks(
     extra: dict[str, Any] = {}
     err: ChattoConfigError | None = None
     auth: Check | None = None
+    host: list[Check]
     if settings is None:
         with profile_scope(home, environ=environ) as origins:
             report.hermes_home = str(compat.hermes_home())
@@ -864,13 +877,107 @@ def _profile_checks(
             except ChattoConfigError as exc:
                 err = exc
             auth = _auth_check(settings, origins, extra) if settings is not None else None
+            report.key_env_over_file = origins.get(BOT_KEY_ENV) == ENV_OVER_FILE
+            # Only for a complete profile: an incomplete one fails the config check already,
+            # and its fix (the setup) comes first.
+            host = _host_checks(settings) if settings is not None and settings.configured else []
     else:
         report.hermes_home = str(compat.hermes_home())
+        host = []
     report.checks += _config_check(err, settings, origins, extra)
     report.checks += _unknown_keys_check(extra)
     if settings is not None and settings.configured and auth is not None:
         report.checks.append(auth)
+    report.checks += host
+    if any(c.status == FAIL for c in host):
+        return None  # the gateway would not run the platform: checking the server says nothing
     return settings
+
+
+#: The fix ``hermes plugins`` prints for a plugin it skipped (hermes-agent 0.19.0
+#: ``hermes_cli/plugins.py``).
+FIX_PLUGIN = (
+    "run `hermes plugins enable chatto` (it edits plugins.enabled/disabled in config.yaml), then restart the gateway"
+)
+
+
+def plugin_skip_reason(plugins_cfg: Any, name: str = "chatto") -> str:
+    """Why hermes-agent 0.19.0's loader (``PluginManager.discover_and_load``) would not load the
+    entry-point plugin ``name`` with ``plugins_cfg`` (the ``plugins`` section of the profile's
+    config.yaml); ``""`` when it would. Pure: the same rule as the loader, on plain data:
+    ``plugins.disabled`` wins; otherwise the name must be in the ``plugins.enabled`` list
+    (entry-point plugins are opt-in: a missing list loads nothing)."""
+    section = plugins_cfg if isinstance(plugins_cfg, dict) else {}
+    disabled = section.get("disabled")
+    if isinstance(disabled, list) and name in disabled:
+        return f"'{name}' is listed in plugins.disabled of config.yaml (`hermes plugins disable {name}` put it there)"
+    enabled = section.get("enabled")
+    if not isinstance(enabled, list):
+        return "config.yaml has no plugins.enabled list, and plugins installed with pip load only when listed there"
+    if name not in enabled:
+        return f"'{name}' is not in plugins.enabled of config.yaml"
+    return ""
+
+
+def _host_checks(settings: ChattoSettings | None) -> list[Check]:
+    """What the gateway of this profile would do with the platform, asked of the host itself
+    (call inside :func:`profile_scope`): ``plugin`` (would the plugin load) and, when it would
+    and the settings are complete, ``gateway`` (would ``hermes gateway run`` start the Chatto
+    platform: ``load_gateway_config().get_connected_platforms()``). Empty without Hermes."""
+    try:
+        from hermes_cli.config import load_config
+    except Exception:  # pragma: no cover - Hermes absent
+        return []
+    try:
+        cfg = load_config()
+    except Exception as exc:
+        return [Check("plugin", FAIL, f"config.yaml does not load: {exc}", "fix config.yaml (`hermes config check`)")]
+    why = plugin_skip_reason(cfg.get("plugins"))
+    if why:
+        return [
+            Check(
+                "plugin",
+                FAIL,
+                f'the gateway will not load this plugin: {why}; it would log "No messaging platforms enabled"',
+                FIX_PLUGIN,
+            )
+        ]
+    out = [Check("plugin", PASS, "chatto is in plugins.enabled of config.yaml")]
+    if settings is None or not settings.configured:
+        return out
+    try:
+        from gateway.config import Platform, load_gateway_config
+
+        gw = load_gateway_config()
+        plat = Platform("chatto")
+        pconf = gw.platforms.get(plat)
+        started = plat in gw.get_connected_platforms()
+        if not started and pconf is not None and pconf.enabled:
+            # The host discovers plugins once per process: when that happened before this
+            # profile enabled the plugin (a long-lived process, the test suite), Chatto is not
+            # in its registry and the loader cannot ask it; the gateway, a fresh process, would.
+            from gateway.platform_registry import platform_registry
+
+            if platform_registry.get("chatto") is None:
+                from . import _is_connected
+
+                started = bool(_is_connected(pconf))
+    except Exception as exc:
+        return [*out, Check("gateway", WARN, f"could not ask the gateway's config loader: {exc}", "")]
+    if started:
+        return [*out, Check("gateway", PASS, "`hermes gateway run` would start the Chatto platform")]
+    section = (cfg.get("platforms") or {}).get("chatto") if isinstance(cfg.get("platforms"), dict) else None
+    if pconf is not None and not pconf.enabled and isinstance(section, dict) and section.get("enabled") is False:
+        why, fix = (
+            "platforms.chatto.enabled is false in config.yaml",
+            "set platforms.chatto.enabled: true in config.yaml (or delete the line), then restart the gateway",
+        )
+    else:
+        why, fix = (
+            "the gateway's config loader does not list Chatto among the platforms to start",
+            "run `hermes chatto setup`, then `hermes chatto doctor` again",
+        )
+    return [*out, Check("gateway", FAIL, f"`hermes gateway run` would not start the Chatto platform: {why}", fix)]
 
 
 async def _server_check(
@@ -943,15 +1050,25 @@ def _server_verdict(name: str, version: str, verdict: ProtocolVerdict, elapsed: 
     )
 
 
-async def _bot_key_check(client: Any, settings: ChattoSettings, supported: bool | None) -> tuple[Check, bool]:
+async def _bot_key_check(
+    client: Any, settings: ChattoSettings, supported: bool | None, env_over_file: bool = False
+) -> tuple[Check, bool]:
     """``GetViewer`` with the bot key: ``(check, authenticated)``; the room checks are
-    skipped when the key is not ``authenticated``."""
+    skipped when the key is not ``authenticated``. ``env_over_file``: the key is an exported
+    variable that differs from the profile's .env: a rejection blames that variable (the
+    usual cause: the .env was rewritten by a key rotation, the shell still exports the old)."""
     from hermes_chatto.wire.errors import ChattoCredentialError, ChattoError
 
     t0 = time.perf_counter()
     try:
         viewer = await client.get_viewer()
     except ChattoCredentialError:
+        if env_over_file and supported is not False:
+            detail = (
+                "the server rejected the CHATTO_BOT_KEY exported in this shell, which differs from the one in "
+                "the profile's .env (the gateway uses the .env's; a key rotation rewrites only the file)"
+            )
+            return Check("bot key", FAIL, detail, FIX_STALE_ENV_KEY, _elapsed(t0)), False
         detail = (
             "the server rejected CHATTO_BOT_KEY (unauthenticated): the key was revoked, deleted or mistyped, "
             "or the bot's owner account was deleted (a bot key works only while its human owner exists)"

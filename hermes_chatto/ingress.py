@@ -361,6 +361,18 @@ def _drop(reason: str, msg: ChattoMessage) -> IngressDecision:
     return IngressDecision(False, reason, chat_id=msg.room_id, message_id=msg.event_id)
 
 
+def chat_name_for(chat_type: str, room_name: str, author_label: str) -> str | None:
+    """The source's ``chat_name`` (what gateway.log, the channel directory and ``hermes send
+    -l`` show): the room's name; for a DM, which has none, the person's display name (the
+    other member of a bot's DM is the author of every message it gets there); ``None`` when
+    unknown (the host then shows the id)."""
+    if room_name:
+        return room_name
+    if chat_type == "dm" and author_label:
+        return author_label
+    return None
+
+
 def decide(
     msg: ChattoMessage,
     ctx: IngressContext,
@@ -399,7 +411,7 @@ def decide(
         reason,
         chat_type,
         chat_id,
-        ctx.room_name or None,
+        chat_name_for(chat_type, ctx.room_name, author.label if author is not None else ""),
         thread_id,
         msg.author_id,
         (author.label if author is not None else msg.author_id),

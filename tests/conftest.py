@@ -12,7 +12,9 @@ Fixtures (all function-scoped):
 * ``hermes_home`` – a fresh temp Hermes home (``HERMES_HOME`` monkeypatched, Chatto /
   gateway auth env vars cleared, the settings cache cleared); returns its ``Path``.
 * ``write_config(extra=None, *, enabled=True, plugins=("chatto",), **top)`` – writes
-  ``config.yaml`` in that home (``plugins.enabled`` + a ``platforms.chatto`` block).
+  ``config.yaml`` in that home: the offline settings of :mod:`chatto_local.hermes_config`
+  (lazy installs off, a provider configured), ``plugins.enabled`` + a ``platforms.chatto`` block,
+  ``top`` merged in last.
 * ``chatto_world`` – ``LocalChatto.demo()`` started on 127.0.0.1:0 (async fixture); the
   object has ``base_url`` and the demo ids (see :func:`support.host.world_ids`).
 
@@ -36,6 +38,14 @@ os.environ["HERMES_HOME"] = tempfile.mkdtemp(prefix="hermes-chatto-tests-")
 # ~/.local/state/hermes/gateway-locks: keep them in the run's temp dir, inherited by subprocess gateways.
 os.environ["HERMES_GATEWAY_LOCK_DIR"] = tempfile.mkdtemp(prefix="hermes-chatto-locks-")
 os.environ.setdefault("HERMES_GATEWAY_BUSY_ACK_ENABLED", "true")
+# No Hermes code in this process (or a child that inherits its environment) pip-installs into
+# the venv mid-run; every config.yaml the suite writes says so too (chatto_local.hermes_config).
+os.environ["HERMES_DISABLE_LAZY_INSTALLS"] = "1"
+os.environ.pop("HERMES_LAZY_INSTALL_TARGET", None)
+
+#: ``support.venvcheck``: the run fails if the venv changed during it (issue 28);
+#: ``pytester``: the test of that check runs a small pytest session.
+pytest_plugins = ["support.venvcheck", "pytester"]
 
 CHATTO_ENV = (
     "CHATTO_URL",
@@ -104,21 +114,17 @@ def hermes_home(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture()
 def write_config(hermes_home):
-    import yaml
+    from chatto_local.hermes_config import write_hermes_config
 
     def _write(extra: dict | None = None, *, enabled: bool | None = True, plugins=("chatto",), **top) -> Path:
-        cfg: dict[str, Any] = {"plugins": {"enabled": list(plugins)}}
+        block: dict[str, Any] | None = None
         if enabled is not None or extra:
-            block: dict[str, Any] = {}
+            block = {}
             if enabled is not None:
                 block["enabled"] = enabled
             if extra:
                 block["extra"] = dict(extra)
-            cfg["platforms"] = {"chatto": block}
-        cfg.update(top)
-        path = hermes_home / "config.yaml"
-        path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-        return path
+        return write_hermes_config(hermes_home, platform=block, plugins=plugins, top=top)
 
     return _write
 

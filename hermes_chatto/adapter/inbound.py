@@ -28,6 +28,7 @@ from ..ingress import (
     IngressContext,
     IngressDecision,
     bot_gate,
+    chat_name_for,
     decide,
     skip_reason,
 )
@@ -304,7 +305,8 @@ class Inbound:
                 return msg, IngressDecision(False, "other_bot", chat_id=msg.room_id, message_id=msg.event_id)
         author = msg.author
         assert author is not None
-        return msg, dataclasses.replace(d, user_name=author.label, is_bot=author.is_bot)
+        chat_name = chat_name_for(d.chat_type, d.chat_name or "", author.label)
+        return msg, dataclasses.replace(d, user_name=author.label, is_bot=author.is_bot, chat_name=chat_name)
 
     async def _loop_gate(self, msg: ChattoMessage, d: IngressDecision) -> IngressDecision:
         """The loop breaker (:mod:`.loops`): a person's message resets its room's and thread's

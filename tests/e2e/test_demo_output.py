@@ -88,3 +88,6 @@ def test_demo_run_prints_readable_replies_consistent_names_and_exact_context(tmp
     assert rows[-3:] == ["", "[New message]", "[Alice] Why did test_upload_resume fail? Is it flaky?"]
     assert any(r.startswith("Ops Helper (you): ") and "Nightly build report #1842" in r for r in rows)
     assert per_turn.count("    │ [New message]") == 2  # the two turns that had a block
+    # the file-out turn (driven without waiting for a text reply) shows what the model got
+    file_out = per_turn.split("[file-out]", 1)[1].split("\nturn ", 1)[0]
+    assert "(model not called)" not in file_out and "Write the release notes as a file." in file_out

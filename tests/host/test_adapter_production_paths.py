@@ -519,3 +519,21 @@ async def test_a_deleted_owner_invalidates_the_key_and_the_error_says_so(chatto_
     report = await run_doctor(settings=ChattoSettings(url=srv.base_url, bot_key=srv.world.bot_key))
     key = {c.name: c for c in report.checks}["bot key"]
     assert key.status == FAIL and "owner account was deleted" in key.detail
+
+
+async def test_a_dm_is_named_after_the_person_in_the_session_and_the_channel_directory(gateway):
+    """Issue 28: DMs showed up under an id in gateway.log, `hermes send -l` and the channel
+    directory. Chatto DMs have no name; the source's chat_name is the person's display name,
+    and Hermes' own directory builder (what `hermes send -l` lists) shows it."""
+    from gateway.channel_directory import build_channel_directory
+
+    gw = await gateway()
+    ids = gw.ids
+    gw.world.post(ids["alice"], ids["dm"], "hello there")
+    await wait_for(lambda: gw.agent.calls, what="the DM turn")
+    src = gw.agent.calls[0].source
+    assert src.chat_type == "dm" and src.chat_name == "Alice" and src.user_name == "Alice"
+    await idle(gw)
+    directory = await build_channel_directory(gw.runner.adapters)
+    dms = [e for e in directory["platforms"]["chatto"] if e["id"] == ids["dm"]]
+    assert dms and dms[0]["name"].startswith("Alice"), directory["platforms"]["chatto"]

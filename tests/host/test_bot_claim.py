@@ -13,7 +13,8 @@ import sys
 import textwrap
 
 import pytest
-import yaml
+
+from chatto_local.hermes_config import write_hermes_config
 
 from support.paths import REPO
 
@@ -45,9 +46,7 @@ _CHILD = textwrap.dedent(
 def _profile(home, url: str, key: str) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / ".env").write_text(f"CHATTO_URL={url}\nCHATTO_BOT_KEY={key}\nCHATTO_ALLOW_ALL_USERS=true\n")
-    (home / "config.yaml").write_text(
-        yaml.safe_dump({"plugins": {"enabled": ["chatto"]}, "platforms": {"chatto": {"enabled": True}}})
-    )
+    write_hermes_config(home, platform={"enabled": True})
 
 
 async def _adapter_here():

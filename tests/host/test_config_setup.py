@@ -115,3 +115,89 @@ def test_wizard_asks_before_reconfiguring(home):
     io, said, asked = _driver([], [], [False])
     assert run_setup(validate=lambda u, k: None, **io) is False
     assert asked == ["Reconfigure Chatto?"]
+
+
+def test_wizard_asks_for_the_home_channel_among_the_rooms_the_bot_can_post_in(home, monkeypatch):
+    """Issue 28: the wizard never asked, so every new chat opened with Hermes' "No home channel
+    is set" notice. Real LocalChatto, the real live validation, the host's writers; the gateway
+    config the host loads then has the home channel."""
+    import asyncio
+
+    from gateway.config import Platform, load_gateway_config
+
+    from chatto_local import LocalChatto
+    from hermes_chatto.setup_wizard import HOME_RESTART_NOTE, run_setup, validate_live
+
+    srv = LocalChatto.demo()
+    srv.start_sync()
+    try:
+        w = srv.world
+        questions: list[tuple[str, str | None]] = []
+        answers = [srv.base_url, "", "#nope", "#general"]
+
+        def ask(q, default):
+            questions.append((q, default))
+            return answers.pop(0)
+
+        said: list[str] = []
+        ok = run_setup(
+            ask=ask,
+            ask_secret=lambda q: srv.bot_key,
+            confirm=lambda q, d: d,
+            say=said.append,
+            validate=lambda u, k: asyncio.run(validate_live(u, k)),
+        )
+        assert ok, said
+        out = "\n".join(said)
+        assert f"#general ({w.general_id})" in out
+        assert "'#nope' is not in the list above." in out
+        assert w.dm_id not in out  # a DM is no home channel
+        assert [q for q, _ in questions][-1].startswith("Home channel")
+        assert f"CHATTO_HOME_CHANNEL={w.general_id}" in (home / ".env").read_text()
+        assert HOME_RESTART_NOTE in out and "hermes gateway restart" in HOME_RESTART_NOTE
+        from hermes_cli.env_loader import load_hermes_dotenv
+
+        load_hermes_dotenv(hermes_home=home)
+        monkeypatch.setenv("CHATTO_HOME_CHANNEL", w.general_id)
+        hc = load_gateway_config().platforms[Platform("chatto")].home_channel
+        assert hc is not None and hc.chat_id == w.general_id
+    finally:
+        srv.stop_sync()
+
+
+def test_home_channel_choice_without_postable_rooms_points_at_sethome():
+    from hermes_chatto.setup_wizard import choose_home_channel
+
+    said: list[str] = []
+    assert choose_home_channel((), "", ask=lambda q, d: "1", say=said.append) == ""
+    assert "/sethome" in said[0]
+    rooms = (("Rgeneral0000001", "#general"), ("Rops00000000001", "#ops"))
+    assert choose_home_channel(rooms, "Rops00000000001", ask=lambda q, d: d, say=said.append) == "Rops00000000001"
+    assert choose_home_channel(rooms, "", ask=lambda q, d: "-", say=said.append) == ""
+    assert choose_home_channel(rooms, "", ask=lambda q, d: "ops", say=said.append) == "Rops00000000001"
+
+
+def test_wizard_does_not_offer_again_a_url_the_server_check_rejected(home):
+    """Issue 28: after "not a Chatto server", the retry's prompt had the rejected URL as its
+    default. A key rejection keeps the URL (it was fine)."""
+    from hermes_chatto.setup_wizard import SetupValidationError, run_setup
+
+    errors = [
+        SetupValidationError("https://wrong.example is not a Chatto server", "url"),
+        SetupValidationError("the server rejected the bot key", "key"),
+    ]
+
+    def validate(url, key):
+        if errors:
+            raise errors.pop(0)
+
+    defaults: list[str | None] = []
+    answers = ["https://wrong.example", "https://right.example", "https://right.example", ""]
+
+    def ask(q, default):
+        defaults.append(default)
+        return answers.pop(0)
+
+    io = {"ask": ask, "ask_secret": lambda q: KEY, "confirm": lambda q, d: True, "say": lambda s: None}
+    assert run_setup(validate=validate, save=lambda *a: None, save_home=lambda r: None, **io) is True
+    assert defaults[:3] == [None, None, "https://right.example"]

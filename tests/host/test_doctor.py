@@ -630,3 +630,111 @@ def test_hermes_chatto_doctor_honours_a_value_set_on_the_command_line(srv, home)
     assert f"url {dead}" in detail and "CHATTO_URL from the environment, over the .env's value" in detail
     assert "hermes gateway run` uses the .env's" in detail
     assert key not in p.stdout + p.stderr
+
+
+async def test_doctor_fails_with_the_fix_when_the_plugin_is_disabled_and_agrees_with_the_host(srv, home, capsys):
+    """Issue 28: after `hermes plugins disable chatto` the gateway logs "No messaging platforms
+    enabled", and doctor said 9 passed. The real `hermes plugins disable/enable` functions
+    edit the profile; doctor and the host's own plugin loader must agree after each."""
+    from hermes_cli.plugins import discover_plugins, get_plugin_manager
+    from hermes_cli.plugins_cmd import cmd_disable, cmd_enable
+
+    from hermes_chatto.doctor import FAIL, PASS, run_doctor
+
+    def host_loads_chatto() -> bool:
+        discover_plugins(force=True)
+        (entry,) = [p for p in get_plugin_manager().list_plugins() if p["key"] == "chatto"]
+        return bool(entry["enabled"])
+
+    _configure(home, srv)
+    try:
+        cmd_disable("chatto")
+        assert host_loads_chatto() is False
+        report = await run_doctor(environ={})
+        plugin = _by_name(report)["plugin"]
+        assert plugin.status == FAIL and report.exit_code != 0
+        assert "plugins.disabled" in plugin.detail and "No messaging platforms enabled" in plugin.detail
+        assert plugin.fix.startswith("run `hermes plugins enable chatto`")
+        assert "server" not in _by_name(report)  # nothing after: the gateway would not run it
+
+        cmd_enable("chatto", allow_tool_override=False)
+        assert host_loads_chatto() is True
+        report = await run_doctor(environ={})
+        assert _by_name(report)["plugin"].status == PASS and _by_name(report)["gateway"].status == PASS
+        assert report.exit_code == 0, report.render_text()
+    finally:
+        discover_plugins(force=True)
+
+
+@pytest.mark.parametrize(
+    ("plugins", "reason"),
+    [
+        ({"enabled": ["chatto"]}, ""),
+        ({"enabled": ["chatto"], "disabled": ["chatto"]}, "plugins.disabled"),
+        ({"enabled": []}, "not in plugins.enabled"),
+        ({}, "no plugins.enabled list"),
+        (None, "no plugins.enabled list"),
+    ],
+)
+def test_plugin_skip_reason_is_the_host_loaders_rule(hermes_home, plugins, reason):
+    """The pure rule against the real loader on the same config.yaml."""
+    import yaml
+    from hermes_cli.plugins import discover_plugins, get_plugin_manager
+
+    from hermes_chatto.doctor import plugin_skip_reason
+
+    cfg = {} if plugins is None else {"plugins": plugins}
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump(cfg))
+    got = plugin_skip_reason(plugins)
+    assert (reason in got) if reason else got == ""
+    try:
+        discover_plugins(force=True)
+        (entry,) = [p for p in get_plugin_manager().list_plugins() if p["key"] == "chatto"]
+        assert bool(entry["enabled"]) is (got == "")
+    finally:
+        (hermes_home / "config.yaml").write_text(yaml.safe_dump({"plugins": {"enabled": ["chatto"]}}))
+        discover_plugins(force=True)
+
+
+async def test_doctor_fails_when_config_yaml_turns_the_platform_off(srv, home):
+    from gateway.config import Platform, load_gateway_config
+
+    from hermes_chatto.doctor import FAIL, run_doctor
+
+    _configure(home, srv)
+    cfg = yaml.safe_load((home / "config.yaml").read_text())
+    cfg["platforms"]["chatto"]["enabled"] = False
+    (home / "config.yaml").write_text(yaml.safe_dump(cfg))
+    report = await run_doctor(environ={})
+    gw = _by_name(report)["gateway"]
+    assert gw.status == FAIL and "platforms.chatto.enabled is false" in gw.detail
+    assert "platforms.chatto.enabled: true" in gw.fix
+    with_env = dict(os.environ, CHATTO_BOT_KEY=srv.bot_key)
+    os.environ.update(with_env)
+    try:
+        assert Platform("chatto") not in load_gateway_config().get_connected_platforms()  # the host agrees
+    finally:
+        os.environ.pop("CHATTO_BOT_KEY", None)
+
+
+async def test_after_rotate_key_doctor_blames_the_stale_exported_variable_not_the_key(srv, home):
+    """Issue 28: the by-hand block exports the .env's values; `rotate-key` rewrites the .env
+    (the gateway's key is the new one) while the shell still exports the old key. Doctor said
+    the key was revoked and to create a new one; the .env's key is fine."""
+    from hermes_chatto.doctor import FAIL, run_doctor
+
+    old = _configure(home, srv)
+    new = srv.rotate_key(srv.bot_id)
+    env_text = (home / ".env").read_text().replace(old, new)
+    (home / ".env").write_text(env_text)  # what `serve`'s rotate-key listener does
+    report = await run_doctor(environ={"CHATTO_BOT_KEY": old})
+    key = _by_name(report)["bot key"]
+    assert key.status == FAIL
+    assert "exported in this shell" in key.detail and "differs from the one in the profile's .env" in key.detail
+    assert key.fix.startswith("unset CHATTO_BOT_KEY") and "create a new API key" not in key.fix
+    _assert_no_secret(_outputs(report), old, new)
+    assert (await run_doctor(environ={})).ok  # the .env's key: all good
+    # same key in both places, rejected: the key itself is blamed, as before
+    srv.rotate_key(srv.bot_id)
+    report = await run_doctor(environ={"CHATTO_BOT_KEY": new})
+    assert "create a new API key" in _by_name(report)["bot key"].fix

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+
+from chatto_local.hermes_config import write_hermes_config
 
 from support.fakes import ProfileAgent
 from support.host import wire_adapter
@@ -243,10 +244,8 @@ class Mux:
         and ``.env``. ``key="own"``: the profile's bot key; ``None``: no key line; any
         other value: that key (duplicate-credential scenario)."""
         p.home.mkdir(parents=True, exist_ok=True)
-        cfg: dict[str, Any] = {"plugins": {"enabled": ["chatto"]}, "platforms": {"chatto": {"enabled": True}}}
-        if p.name == "default":
-            cfg["gateway"] = {"multiplex_profiles": True}
-        (p.home / "config.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+        top = {"gateway": {"multiplex_profiles": True}} if p.name == "default" else {}
+        write_hermes_config(p.home, platform={"enabled": True}, top=top)
         self.write_env(p, key=key)
 
     def write_env(self, p: Prof, *, key: str | None = "own") -> None:

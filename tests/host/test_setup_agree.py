@@ -26,6 +26,8 @@ import os
 import pytest
 import yaml
 
+from chatto_local.hermes_config import write_hermes_config
+
 from support.host import drop_log_handlers_added_since
 
 URL = "http://127.0.0.1:9"
@@ -50,15 +52,12 @@ def home(registered, hermes_home, env_restored):
 
 
 def _write_yaml(home, extra: dict | None, *, enabled: bool | None = None) -> None:
-    cfg: dict = {"plugins": {"enabled": ["chatto"]}}
     block: dict = {}
     if enabled is not None:
         block["enabled"] = enabled
     if extra:
         block["extra"] = extra
-    if block:
-        cfg["platforms"] = {"chatto": block}
-    (home / "config.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    write_hermes_config(home, platform=block or None)
 
 
 def _write_dotenv(home, values: dict[str, str]) -> None:
@@ -198,7 +197,7 @@ def test_every_screen_agrees_when_half_configured(home, monkeypatch, capsys, pla
 
 def test_the_wizard_inside_gateway_setup_makes_every_screen_say_configured(home, monkeypatch, capsys):
     """The user's path: `hermes gateway setup` → Chatto → URL, key (checked live against
-    the local server) → Done. The menu shown after the wizard, the closing summary,
+    the local server), allowed users, home channel → Done. The menu shown after the wizard, the closing summary,
     `hermes doctor`'s toolset line and the gateway all see the saved configuration."""
     from chatto_local import LocalChatto
 
@@ -207,10 +206,13 @@ def test_the_wizard_inside_gateway_setup_makes_every_screen_say_configured(home,
         from hermes_cli.gateway import _all_platforms
 
         idx = [p["key"] for p in _all_platforms()].index("chatto")
-        out, menus = _run_gateway_setup(monkeypatch, capsys, [str(idx + 1), srv.base_url, "", ""], [srv.world.bot_key])
+        out, menus = _run_gateway_setup(
+            monkeypatch, capsys, [str(idx + 1), srv.base_url, "", "", ""], [srv.world.bot_key]
+        )
         assert len(menus) == 2
         assert _chatto_line(menus[0]).endswith("(not configured)")
         assert "✓ Chatto 0.5" in out and "✓ Saved CHATTO_BOT_KEY" in out
+        assert f"✓ Saved CHATTO_HOME_CHANNEL={srv.world.general_id}" in out  # Enter: the first channel
         assert _chatto_line(menus[1]).endswith("(configured)")
         assert _summary_says_configured(out), out[-400:]
         assert srv.world.bot_key not in out

@@ -458,3 +458,62 @@ def test_serve_prints_no_key_and_writes_them_owner_only(tmp_path):
         secrets_parts = keys + [keys[0].split(".", 1)[1]]
         assert not [k for k in secrets_parts if k in output], "serve printed a key"
         assert "cht_BK_" not in output and "chadm_" not in output
+
+
+@pytest.mark.parametrize("command", ["serve", "model"])
+def test_a_busy_port_ends_serve_and_model_with_one_line_and_exit_2(command, tmp_path):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        extra = ["--env-file", str(tmp_path / "chatto.env")] if command == "serve" else []
+        proc = subprocess.run(
+            [sys.executable, "-m", "chatto_local", command, "--port", str(port), *extra],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("error: cannot start the ") and f"127.0.0.1:{port}" in line
+    assert "Address already in use" in line
+
+
+def _readme_step(first: str, last: str) -> str:
+    """The README's "Try it by hand" lines from the one starting with ``first`` to the one
+    starting with ``last`` (both included)."""
+    lines = (REPO / "README.md").read_text().split("## Try it by hand", 1)[1].splitlines()
+    i = next(n for n, ln in enumerate(lines) if ln.startswith(first))
+    j = next(n for n, ln in enumerate(lines) if n > i and ln.startswith(last))
+    return "\n".join(lines[i : j + 1])
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "port", "log"),
+    [
+        ("python -m chatto_local serve", "grep -q CHATTO_ADMIN_KEY", "8765", "chatto.log"),
+        ("python -m chatto_local model", "grep -q MODEL_NAME", "8766", "model.log"),
+    ],
+)
+def test_the_readme_by_hand_waits_give_up_on_a_busy_port_and_name_the_log(first, last, port, log, tmp_path):
+    """Issue 28: the by-hand block looped forever when the server could not start."""
+    import socket
+
+    block = _readme_step(first, last)
+    assert f"--port {port}" in block
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".env").write_text("CHATTO_ALLOW_ALL_USERS=true\n")
+    bindir = Path(sys.executable).parent  # `python` there is this venv's
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        script = block.replace(f"--port {port}", f"--port {busy.getsockname()[1]}")
+        env = {**os.environ, "HERMES_HOME": str(home), "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+        out = subprocess.run(["bash", "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip().endswith(f"read {home / log}"), out
+    assert "Address already in use" in (home / log).read_text()

@@ -7,12 +7,24 @@ from collections.abc import Callable
 from typing import Any
 
 
-async def wait_for(pred: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = "") -> Any:
+async def wait_for(
+    pred: Callable[[], Any],
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    what: str = "",
+    *,
+    progress: Callable[[], Any] | None = None,
+    cap: float | None = None,
+) -> Any:
     """Poll ``pred`` (sync or async) until it returns a truthy value; return it.
-    Raises ``AssertionError`` naming ``what`` after ``timeout`` seconds."""
+    Raises ``AssertionError`` naming ``what`` after ``timeout`` seconds; with ``progress``,
+    after ``timeout`` seconds in which ``progress()`` did not change (at the latest after
+    ``cap``, default ``5 * timeout``; see ``chatto_local.harness.wait_until``)."""
     from chatto_local.harness import wait_until
 
-    return await wait_until(pred, timeout=timeout, interval=interval, what=what or pred, exc=AssertionError)
+    return await wait_until(
+        pred, timeout=timeout, interval=interval, what=what or pred, exc=AssertionError, progress=progress, cap=cap
+    )
 
 
 async def until(pred: Callable[[], Any], timeout: float = 5.0, what: str = "condition") -> Any:

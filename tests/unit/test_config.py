@@ -561,7 +561,18 @@ def test_user_token_instead_of_bot_key_is_named_as_such():
 
     with pytest.raises(ValueError) as ei:
         parse_secret("chu_abcdefghijklmnop")
-    assert "user or session token" in str(ei.value) and "chu_abcdefghijklmnop" not in str(ei.value)
+    assert "this is a user's token, not a bot key" in str(ei.value) and "chu_abcdefghijklmnop" not in str(ei.value)
+
+
+@pytest.mark.parametrize("garbage", ["hello world", "sk-1234567890abcdef", "U12345678901234"])
+def test_a_garbage_key_is_not_called_a_token(garbage):
+    """Issue 28: any non-cht_ paste was called "a user or session token"."""
+    from hermes_chatto.config import parse_secret
+
+    with pytest.raises(ValueError) as ei:
+        parse_secret(garbage)
+    msg = str(ei.value)
+    assert "token" not in msg and "does not look like a Chatto key at all" in msg and garbage not in msg
 
 
 def test_wire_log_level_is_applied_to_the_wire_loggers():

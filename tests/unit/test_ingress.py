@@ -270,3 +270,12 @@ def test_reaction_decision_gates_and_route():
     assert (d.text, d.thread_id, d.user_id, d.message_id) == ("reaction:added:question", "Eroot", "Ualice", "E1")
     top = decide_reaction(Reaction("question", "Ualice", msg=_m(author_id="Ubot")), ctx, trig)
     assert top.thread_id == "E1" and top.starts_thread
+
+
+def test_chat_name_is_the_room_name_or_for_a_dm_the_persons_name():
+    from hermes_chatto.ingress import chat_name_for
+
+    assert chat_name_for("group", "general", "Alice") == "general"
+    assert chat_name_for("dm", "", "Alice") == "Alice"
+    assert chat_name_for("group", "", "Alice") is None  # a channel without a name: the host shows its id
+    assert chat_name_for("dm", "", "") is None
