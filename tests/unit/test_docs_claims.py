@@ -13,7 +13,6 @@ at its top).
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from support.paths import REPO
 
@@ -65,10 +64,7 @@ def test_the_file_map_names_every_module_of_the_plugin():
     modules = {
         str(p.relative_to(REPO))
         for p in PKG.rglob("*.py")
-        if "__pycache__" not in p.parts
-        and p.name != "__init__.py"
-        and "proto" not in p.parts
-        and "data" not in p.parts
+        if "__pycache__" not in p.parts and p.name != "__init__.py" and "proto" not in p.parts and "data" not in p.parts
     }
     unnamed = sorted(m for m in modules if m not in named)
     assert not unnamed, f"modules missing from AGENTS.md's file map: {unnamed}"
@@ -91,3 +87,13 @@ def test_the_door_is_within_its_budget():
     for link in re.findall(r"\]\(([^)#]+)", door.read_text(encoding="utf-8")):
         if "://" not in link:
             assert (door.parent / link).resolve().exists(), f"docs/architecture.md links to missing {link}"
+
+
+def test_the_readme_is_within_its_budget_and_its_links_resolve():
+    readme = REPO / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    lines = text.count("\n")
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines (budget {README_MAX_LINES}): move detail to docs/"
+    for link in re.findall(r"\]\(([^)#]+)", text):
+        if "://" not in link:
+            assert (REPO / link).exists(), f"README.md links to missing {link}"
