@@ -97,3 +97,9 @@ def test_the_readme_is_within_its_budget_and_its_links_resolve():
     for link in re.findall(r"\]\(([^)#]+)", text):
         if "://" not in link:
             assert (REPO / link).exists(), f"README.md links to missing {link}"
+
+
+def test_every_test_file_agents_names_exists():
+    named = set(re.findall(r"\b(test_\w+\.py)\b", AGENTS))
+    present = {p.name for p in (REPO / "tests").rglob("test_*.py")}
+    assert named - present == set(), f"AGENTS.md names test files that do not exist: {sorted(named - present)}"
