@@ -252,7 +252,7 @@ async def scenario_cron(h: Harness, step: Step, verbose: bool = True) -> Turn | 
     if not new:
         return None
     report = new[0]
-    # Finding (README "Sending"): 0.19.0's target parser knows only built-in id formats. A
+    # Finding (docs/operating.md "Sending"): 0.19.0's target parser knows only built-in id formats. A
     # room id the channel directory does not list is refused; one it lists is resolved and
     # then dropped, so the text goes to the home channel instead.
     rc2, out2, err2 = await h.hermes_send("(explicit-target probe, ignore)", f"chatto:{h.rooms['general']}")
@@ -260,7 +260,7 @@ async def scenario_cron(h: Harness, step: Step, verbose: bool = True) -> Turn | 
         f"finding: hermes send --to chatto:<room id> → exit {rc2}: {_send_summary(out2, err2)}"
         + (
             " (hermes-agent 0.19.0 cannot address a Chatto room by id; `--to chatto` uses the home "
-            "channel — see README, Sending)"
+            "channel — see docs/operating.md, Sending)"
         )
     )
     if rc2 == 0:

@@ -13,8 +13,7 @@ test. The realtime checks speak protocol 4 with the plugin's own codec
 bot's own posts, a resume that replays a gap (``RESUMED``), the close codes of a wrong version
 or key, heartbeat cursors, ``RefreshTypingIndicator``, ``SetPresence`` / ``RefreshPresence``,
 ``RESYNC_REQUIRED`` after an RBAC fact and named bot keys. The RPC checks were first run
-against Chatto main (811e624); their differences are listed in README, "Check against your
-own Chatto server".
+against Chatto main (811e624); their differences are listed in docs/live-suite.md.
 """
 
 from __future__ import annotations
