@@ -62,9 +62,14 @@ class ReadsFromMemory:
 
     async def get_message(self, room_id: str, event_id: str) -> Any:
         from hermes_chatto.wire.connect import decode_get_message
+        from hermes_chatto.wire.types import ChattoMessage
 
         self.reads["GetMessage"] += 1
-        return decode_get_message(self.bodies.pop(event_id))
+        body = self.bodies.pop(event_id, None)
+        if body is None:  # a root read for its author (threads.root_is_own): a person's
+            self.reads["unstaged"] = self.reads.get("unstaged", 0) + 1
+            return ChattoMessage(event_id=event_id, room_id=room_id, author_id="Uperson", body="")
+        return decode_get_message(body)
 
     async def get_thread_events(self, room_id: str, root: str, *, limit: int | None = None, **kw: Any) -> Any:
         from hermes_chatto.wire.types import TimelinePage, message_from_pb
@@ -74,17 +79,21 @@ class ReadsFromMemory:
         return TimelinePage(messages=tuple(message_from_pb(m) for m in msgs))
 
 
-def chatto_frame(pb: Any, eid: str, room: str, root: str, author: str, bot: str, n: int) -> bytes:
+def chatto_frame(
+    pb: Any, eid: str, room: str, root: str, author: str, bot: str, n: int, *, text: str = TEXT, mention: bool = True
+) -> bytes:
+    """A protocol-4 ``message_posted`` event frame (serialized ``RealtimeServerFrame``)."""
     ev = pb.RealtimeEvent(id=eid, actor_id=author, cursor=f"rc:{n:012d}")
     ev.created_at.FromSeconds(1_800_000_000 + n)
     mp = ev.message_posted
-    mp.room_id, mp.thread_root_event_id, mp.body_plaintext = room, root, TEXT
+    mp.room_id, mp.thread_root_event_id, mp.body_plaintext = room, root, text
     mp.room_kind = pb.ROOM_KIND_CHANNEL
-    mp.mentions.add(direct=pb.DirectUserMention(user_id=bot), includes_viewer=True)
+    if mention:
+        mp.mentions.add(direct=pb.DirectUserMention(user_id=bot), includes_viewer=True)
     return pb.RealtimeServerFrame(event=ev).SerializeToString()
 
 
-def mattermost_frame(pid: str, channel: str, root: str, author: str, name: str, n: int) -> str:
+def mattermost_frame(pid: str, channel: str, root: str, author: str, name: str, n: int, text: str = TEXT) -> str:
     post = {
         "id": pid,
         "create_at": 1_800_000_000_000 + n,
@@ -96,7 +105,7 @@ def mattermost_frame(pid: str, channel: str, root: str, author: str, name: str, 
         "channel_id": channel,
         "root_id": root,
         "original_id": "",
-        "message": TEXT,
+        "message": text,
         "type": "",
         "props": {"disable_group_highlight": True},
         "hashtags": "",
@@ -180,14 +189,24 @@ async def run() -> None:
         reads.threads[(room, root)] = [root_msg]
     seq = [0]
 
-    def batch(kind: str) -> list[Any]:
-        """PER_ROUND new frames of ``kind`` (``chatto`` / ``mattermost``), their bodies staged."""
+    def batch(kind: str, addressed: bool = True) -> list[Any]:
+        """PER_ROUND new frames of ``kind`` (``chatto`` / ``mattermost``), their bodies staged.
+        Not ``addressed``: replies without a mention in threads the bot is not in."""
         out: list[Any] = []
         for _ in range(PER_ROUND):
             n = seq[0] = seq[0] + 1
             room, root = threads[n % THREADS]
             uid, name = people[n % len(people)]
             eid = f"E{n:025d}"
+            if not addressed:
+                other = f"Q{n % 997:025d}"  # a thread of people only
+                if kind == "mattermost":
+                    out.append(mattermost_frame(eid, room, other, uid, name, n, text="just people talking"))
+                else:
+                    out.append(
+                        chatto_frame(pb, eid, room, other, uid, bot, n, text="just people talking", mention=False)
+                    )
+                continue
             if kind == "mattermost":
                 out.append(mattermost_frame(eid, room, root, uid, name, n))
                 continue
@@ -220,13 +239,13 @@ async def run() -> None:
             )
             await record(MessageEvent(text=TEXT, message_type=MessageType.TEXT, source=src, message_id=post["id"]))
 
-    async def timed(feed: Any, frames: list[Any]) -> float:
+    async def timed(feed: Any, frames: list[Any], expect: int | None = None) -> float:
         await asyncio.sleep(0)
         before = len(got)
         t0 = time.process_time()
         await feed(frames)
         spent = time.process_time() - t0
-        if len(got) - before != len(frames):
+        if len(got) - before != (len(frames) if expect is None else expect):
             raise RuntimeError(f"{len(got) - before} of {len(frames)} messages reached handle_message")
         return spent * 1e6 / len(frames)
 
@@ -255,7 +274,10 @@ async def run() -> None:
     # warm-up: every path once (imports, caches, the first author reads)
     for name, feed in variants.items():
         await timed(feed, batch("mattermost" if name in ("mm", "floor") else "chatto")[:200])
-    per: dict[str, list[float]] = {k: [] for k in variants}
+    skip = {"on_skip": chatto_on, "mm_skip": feed_mattermost}
+    for name, feed in skip.items():
+        await timed(feed, batch("mattermost" if name == "mm_skip" else "chatto", False)[:200], 0)
+    per: dict[str, list[float]] = {k: [] for k in [*variants, *skip]}
     order = list(variants)
     c0, fr0 = dict(adapter.conn.counters), dict(frontier_on.counters)
     r0 = dict(reads.reads)
@@ -263,7 +285,9 @@ async def run() -> None:
         frames = {k: batch("mattermost" if k in ("mm", "floor") else "chatto") for k in variants}
         for k in order[r % len(order) :] + order[: r % len(order)]:
             per[k].append(await timed(variants[k], frames[k]))
-        note(f"P3 round {r + 1}: " + ", ".join(f"{k} {per[k][-1]:.1f} µs" for k in variants))
+        for k in ("on_skip", "mm_skip") if r % 2 else ("mm_skip", "on_skip"):
+            per[k].append(await timed(skip[k], batch("mattermost" if k == "mm_skip" else "chatto", False), 0))
+        note(f"P3 round {r + 1}: " + ", ".join(f"{k} {per[k][-1]:.1f} µs" for k in per))
     n_chatto = 2 * ROUNDS * PER_ROUND
     dc = {k: v - c0.get(k, 0) for k, v in adapter.conn.counters.items() if v - c0.get(k, 0)}
     dfr = {k: v - fr0.get(k, 0) for k, v in frontier_on.counters.items() if v - fr0.get(k, 0)}
@@ -289,6 +313,10 @@ async def run() -> None:
     emit(3, "floor_us_per_message", med["floor"], "µs", "-")
     emit(3, "chatto_over_mattermost", ratio_on, "x", "<=1.0")
     emit(3, "chatto_context_off_over_mattermost", ratio_off, "x", "-")
+    ratio_skip = statistics.median(a / b for a, b in zip(per["on_skip"], per["mm_skip"], strict=True))
+    emit(3, "chatto_not_for_bot_us_per_message", med["on_skip"], "µs", "-")
+    emit(3, "mattermost_not_for_bot_us_per_message", med["mm_skip"], "µs", "-")
+    emit(3, "chatto_not_for_bot_over_mattermost", ratio_skip, "x", "-")
 
 
 def main() -> None:

@@ -112,7 +112,7 @@ def make_event(**kw: Any):
 
     The host's field names are read once per ``MessageEvent`` class (cached; a different
     class object, e.g. after a reload, is looked up again). This is on the ingest hot path
-    (``bench/p3_ingest_cost.py``): the class comes from ``sys.modules`` once the module is
+    (``bench/p3_adapter.py``): the class comes from ``sys.modules`` once the module is
     loaded (an ``import`` statement per call cost more than building the event), and the
     names to drop are worked out once per (class, keyword names in call order)."""
     mod = sys.modules.get("gateway.platforms.base")
@@ -311,6 +311,29 @@ def session_id_now(session_store: Any, session_key: str, lineage: _Lineage) -> s
     if _will_reset(session_store, entry):
         return None
     return lineage.get(str(sid), UNKNOWN)
+
+
+def session_exists_now(session_store: Any, session_key: str) -> bool | _Unknown:
+    """Whether ``session_key`` has a session entry, read from 0.19.0 ``SessionStore._entries``
+    on the event loop (as :func:`session_id_now`: only when the store is loaded and its
+    ``_lock`` is free right now); :data:`UNKNOWN` otherwise (ask ``peek_session_id`` off the
+    loop). Never raises."""
+    if session_store is None or not session_key:
+        return False
+    entries = getattr(session_store, "_entries", None)
+    lock = getattr(session_store, "_lock", None)
+    if not isinstance(entries, dict) or lock is None or getattr(session_store, "_loaded", None) is not True:
+        return UNKNOWN
+    try:
+        if not lock.acquire(blocking=False):
+            return UNKNOWN
+        try:
+            entry = entries.get(session_key)
+        finally:
+            lock.release()
+    except Exception:
+        return UNKNOWN
+    return bool(getattr(entry, "session_id", None)) if entry is not None else False
 
 
 def _will_reset(store: Any, entry: Any) -> bool:

@@ -24,7 +24,7 @@ from .boundary import ErrorBoundary
 from .conn import Conn
 
 #: Thread triggers whose session key is remembered.
-TRIGGER_CAPACITY = 5_000
+TRIGGER_CAPACITY = 2_000
 
 #: Hermes session ids whose compression-lineage root is remembered (:meth:`TurnTracker.session_id`).
 LINEAGE_CAPACITY = 2_000
@@ -175,7 +175,7 @@ class TurnTracker:
         already reached session ``key`` (a duplicate the caller drops). A frontier failure
         gives ``TurnStart(None)``: the turn runs without a block rather than not at all."""
         frontier = self._conn.frontier
-        if frontier is None or not frontier.enabled:  # thread context off: nothing to look up
+        if frontier is None or not getattr(frontier, "enabled", True):  # thread context off: nothing to look up
             return TurnStart(None)
         with self._boundary.guard("frontier.start_turn"):
             sid = await self.session_id(key)
