@@ -341,6 +341,10 @@ _STR_KEYS = (
 _RFC3339 = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)\Z")
 
 
+#: ``YYYY-MM-DD`` → epoch seconds of that day's midnight (UTC), for :func:`_json_ts`.
+_DAYS: dict[str, int] = {}
+
+
 def _json_ts(value: object) -> float | None | bool:
     """A proto3 JSON ``Timestamp`` (RFC 3339) → float seconds exactly as :func:`ts_seconds`
     gives it (``None`` for the zero time); ``False`` when it is not one this reads."""
@@ -350,7 +354,12 @@ def _json_ts(value: object) -> float | None | bool:
     if m is None:
         return False
     y, mo, d, h, mi, sec, frac, tz = m.groups()
-    seconds = calendar.timegm((int(y), int(mo), int(d), int(h), int(mi), int(sec), 0, 0, 0))
+    day = _DAYS.get(value[:10])
+    if day is None:  # messages come from a few days: one calendar computation per day
+        if len(_DAYS) > 64:
+            _DAYS.clear()
+        day = _DAYS[value[:10]] = calendar.timegm((int(y), int(mo), int(d), 0, 0, 0, 0, 0, 0))
+    seconds = day + int(h) * 3600 + int(mi) * 60 + int(sec)
     if tz != "Z":
         sign = 1 if tz[0] == "+" else -1
         seconds -= sign * (int(tz[1:3]) * 3600 + int(tz[4:6]) * 60)
