@@ -5,10 +5,12 @@ Both adapters are built by Hermes and wired to one real ``GatewayRunner`` the wa
 ``GatewayRunner.start`` wires them (message handler, session store, busy handler, the
 authorization check): the Chatto adapter through ``_gateway.start_gateway`` (connected to the
 local server in its own process), Mattermost by its plugin's factory with the same setters.
-The same logical stream goes to both: people replying in ``THREADS`` threads (each already
-bound to a runner session), every message mentioning the bot, so every one reaches
-``handle_message``; ``handle_message`` itself is replaced by a recorder on both (the host's
-turn is the same for every adapter and is not measured here).
+The same logical stream goes to both: people replying in ``THREADS`` threads per round (new
+ones every round, each already bound to a runner session; ten replies each), every message
+mentioning the bot, so every one reaches ``handle_message``; ``handle_message`` itself is
+replaced by a recorder on both (the host's turn is the same for every adapter and is not
+measured here). Also measured: replies without a mention in threads the bot is not in (a
+message not for the bot), and Mattermost with its dedupe cache past its 2,000 ids.
 
 * **Chatto, real path**: the raw protocol-4 frame (protobuf bytes) → the realtime session's
   ``_decode`` / ``_on_frame`` (decode, ``event_of``, the cursor) → ``Inbound`` (ingress, the
@@ -70,7 +72,7 @@ class ReadsFromMemory:
             from hermes_chatto.wire.proto import chatto_pb2 as pb
             from hermes_chatto.wire.types import message_from_pb
 
-            def decode_get_message(body: bytes) -> Any:
+            def decode_get_message(body: bytes) -> ChattoMessage:
                 return message_from_pb(decode_json(pb.GetMessageResponse, body).message)
 
         self.reads["GetMessage"] += 1
