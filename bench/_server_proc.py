@@ -40,7 +40,7 @@ def _child(conn: Any, setup: dict[str, Any]) -> None:  # runs in the child proce
         rooms.append(srv.create_channel(f"load-{i:03d}", members=members))
     loop = asyncio.new_event_loop()
     clients = {login: ChattoClient(base, tok) for login, tok in tokens.items()}
-    load: dict[str, Any] = {"stop": None, "posted": 0}
+    load: dict[str, Any] = {"stop": None, "posted": 0, "script_ns": []}
 
     def run_load(rate: float, seconds: float, author: str, room_ids: list[str], stop: threading.Event) -> None:
         """``rate`` posts/s (direct state calls: the server's own work, no HTTP) into
@@ -75,6 +75,7 @@ def _child(conn: Any, setup: dict[str, Any]) -> None:  # runs in the child proce
                 out.append(srv.post(users[login], room, body, thread_root_event_id=root).event_id)
             except Exception:  # noqa: BLE001 - counted as not posted
                 out.append("")
+            load["script_ns"].append(time.monotonic_ns())
             if step:
                 t_next += step
                 delay = t_next - time.monotonic()
@@ -130,10 +131,13 @@ def _child(conn: Any, setup: dict[str, Any]) -> None:  # runs in the child proce
             elif cmd == "script_start":
                 rate, script = args
                 stop, ids = threading.Event(), list[str]()
+                load["script_ns"] = []
                 t = threading.Thread(target=run_script, args=(rate, script, ids, stop), daemon=True)
                 load["script"] = (t, ids, stop)
                 t.start()
                 conn.send(True)
+            elif cmd == "script_times":  # time.monotonic_ns() each post of the last script returned
+                conn.send(list(load.get("script_ns", ())))
             elif cmd == "script_progress":
                 conn.send(len(load["script"][1]))
             elif cmd == "script_wait":

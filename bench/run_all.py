@@ -18,11 +18,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SCRIPTS = [
     "p1_p2_reads.py",
+    "p3_adapter.py",
+    "p4_memory.py",
     "p5_split.py",
     "p6_latency.py",
     "p7_context.py",
     "p8_scale.py",
     "p9_recovery.py",
+    "p10_startup.py",
 ]
 
 

@@ -15,7 +15,7 @@ import functools
 import os
 import sys
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Final, NamedTuple, Protocol
 
 from .logs import get_logger
 
@@ -112,7 +112,7 @@ def make_event(**kw: Any):
 
     The host's field names are read once per ``MessageEvent`` class (cached; a different
     class object, e.g. after a reload, is looked up again). This is on the ingest hot path
-    (``bench/p3_ingest_cost.py``): the class comes from ``sys.modules`` once the module is
+    (``bench/p3_adapter.py``): the class comes from ``sys.modules`` once the module is
     loaded (an ``import`` statement per call cost more than building the event), and the
     names to drop are worked out once per (class, keyword names in call order)."""
     mod = sys.modules.get("gateway.platforms.base")
@@ -207,6 +207,28 @@ def session_key(adapter: Any, source: Any) -> str:
 _session_log = get_logger("hermes_chatto.compat")
 
 
+class SessionLookup(NamedTuple):
+    """What :func:`session_lookup` found: ``session_id`` (the frontier's binding, ``None`` for
+    none / a reset this turn) and, when the compression lineage was read and can no longer
+    change, ``lineage = (the session's own id, its lineage root)`` for a cache."""
+
+    session_id: str | None
+    lineage: tuple[str, str] | None = None
+
+
+class _Unknown:
+    """:func:`session_id_now`'s answer when only a blocking read could tell."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+#: :func:`session_id_now` could not tell without blocking (call :func:`session_lookup` off the loop).
+UNKNOWN: Final = _Unknown()
+
+
 def session_id_for(session_store: Any, session_key: str) -> str | None:
     """The Hermes session id a frontier row for ``session_key`` binds to, or ``None``.
 
@@ -217,10 +239,16 @@ def session_id_for(session_store: Any, session_key: str) -> str | None:
     then seeds afresh. A context-compression continuation maps to the first session of
     its chain (``sessions.parent_session_id`` with ``end_reason='compression'``), so
     compression is not mistaken for ``/new``. Blocking (store lock, SQLite): call with
-    ``asyncio.to_thread``. Never raises.
+    ``asyncio.to_thread``, or try :func:`session_id_now` first. Never raises.
     """
+    return session_lookup(session_store, session_key).session_id
+
+
+def session_lookup(session_store: Any, session_key: str) -> SessionLookup:
+    """:func:`session_id_for` with what a caller may cache of it (:class:`SessionLookup`).
+    Blocking; never raises."""
     if session_store is None or not session_key:
-        return None
+        return SessionLookup(None)
     sid: str | None = None
     entry = None
     try:
@@ -239,17 +267,79 @@ def session_id_for(session_store: Any, session_key: str) -> str | None:
                     entry = entries.get(session_key)
     except Exception:
         _session_log.debug("Chatto frontier: session lookup failed", exc_info=True)
+        return SessionLookup(None)
+    if not sid:
+        return SessionLookup(None)
+    if entry is not None and _will_reset(session_store, entry):
+        return SessionLookup(None)
+    root, stable = _lineage_root(session_store, str(sid))
+    return SessionLookup(root, (str(sid), root) if stable else None)
+
+
+class _Lineage(Protocol):
+    def get(self, key: str, default: Any, /) -> Any: ...
+
+
+def session_id_now(session_store: Any, session_key: str, lineage: _Lineage) -> str | None | _Unknown:
+    """:func:`session_id_for` from memory only, on the event loop: the entry read from
+    0.19.0 ``SessionStore._entries`` when the store is loaded (``_loaded``) and its ``_lock``
+    is free right now (never waited for), the reset prediction (memory: the entry's times and
+    the reset policy), and the compression lineage root from ``lineage`` (session id → root,
+    filled from :attr:`SessionLookup.lineage`). :data:`UNKNOWN` when any of it would need a
+    wait or a read (not loaded, lock held, lineage not cached, a newer host's lookup). Never
+    raises."""
+    if session_store is None or not session_key:
         return None
+    if callable(getattr(session_store, "lookup_by_session_key", None)):
+        return UNKNOWN  # a newer host: its lookup may read the database
+    entries = getattr(session_store, "_entries", None)
+    lock = getattr(session_store, "_lock", None)
+    if not isinstance(entries, dict) or lock is None or getattr(session_store, "_loaded", None) is not True:
+        return UNKNOWN
+    try:
+        if not lock.acquire(blocking=False):
+            return UNKNOWN
+        try:
+            entry = entries.get(session_key)
+        finally:
+            lock.release()
+    except Exception:
+        return UNKNOWN
+    sid = getattr(entry, "session_id", None) if entry is not None else None
     if not sid:
         return None
-    if entry is not None and _will_reset(session_store, entry):
+    if _will_reset(session_store, entry):
         return None
-    return _lineage_root(session_store, str(sid))
+    return lineage.get(str(sid), UNKNOWN)
+
+
+def session_exists_now(session_store: Any, session_key: str) -> bool | _Unknown:
+    """Whether ``session_key`` has a session entry, read from 0.19.0 ``SessionStore._entries``
+    on the event loop (as :func:`session_id_now`: only when the store is loaded and its
+    ``_lock`` is free right now); :data:`UNKNOWN` otherwise (ask ``peek_session_id`` off the
+    loop). Never raises."""
+    if session_store is None or not session_key:
+        return False
+    entries = getattr(session_store, "_entries", None)
+    lock = getattr(session_store, "_lock", None)
+    if not isinstance(entries, dict) or lock is None or getattr(session_store, "_loaded", None) is not True:
+        return UNKNOWN
+    try:
+        if not lock.acquire(blocking=False):
+            return UNKNOWN
+        try:
+            entry = entries.get(session_key)
+        finally:
+            lock.release()
+    except Exception:
+        return UNKNOWN
+    return bool(getattr(entry, "session_id", None)) if entry is not None else False
 
 
 def _will_reset(store: Any, entry: Any) -> bool:
     """Whether the runner replaces ``entry``'s session on its next turn (suspended, or
-    0.19.0 ``SessionStore._should_reset(entry, origin)`` says idle/daily reset)."""
+    0.19.0 ``SessionStore._should_reset(entry, origin)`` says idle/daily reset). Memory only
+    (the entry's times, the reset policy, the host's process registry)."""
     try:
         if getattr(entry, "suspended", False):
             return True
@@ -262,28 +352,35 @@ def _will_reset(store: Any, entry: Any) -> bool:
     return False
 
 
-def _lineage_root(store: Any, sid: str) -> str:
-    """The first session of ``sid``'s context-compression chain (0.19.0
-    ``SessionStore._db.get_session`` rows: ``parent_session_id``, ``end_reason``); ``sid``
-    itself when it has no compression parent. At most 100 hops."""
+def _lineage_root(store: Any, sid: str) -> tuple[str, bool]:
+    """``(the first session of sid's context-compression chain, stable)`` from 0.19.0
+    ``SessionStore._db.get_session`` rows (``parent_session_id``, ``end_reason``); ``sid``
+    itself when it has no compression parent. At most 100 hops. ``stable``: the answer can
+    no longer change (a row's parent is set when it is created; an ended parent stays ended),
+    so it may be cached: false when a row is missing, a parent has not ended yet, or a read
+    failed."""
     db = getattr(store, "_db", None)
     get = getattr(db, "get_session", None)
     if not callable(get):
-        return sid
+        return sid, False
     current = sid
     try:
         for _ in range(100):
             row = get(current)
-            parent = (row or {}).get("parent_session_id")
+            if not row:
+                return current, False
+            parent = row.get("parent_session_id")
             if not parent:
-                return current
+                return current, True
             prow = get(parent)
-            if not prow or prow.get("end_reason") != "compression":
-                return current
+            if not prow or prow.get("end_reason") is None:
+                return current, False
+            if prow.get("end_reason") != "compression":
+                return current, True
             current = parent
     except Exception:
         _session_log.debug("Chatto frontier: compression lineage lookup failed", exc_info=True)
-    return current
+    return current, False
 
 
 # ---------------------------------------------------------------------------------
@@ -367,6 +464,7 @@ HOST_PRIVATES: tuple[HostPrivate, ...] = (
     # neither creates a session nor ignores a pending reset)
     HostPrivate(_STORE, "_entries", "store dict", why="session key -> SessionEntry, read under _lock"),
     HostPrivate(_STORE, "_lock", "store attr", why="guards _entries"),
+    HostPrivate(_STORE, "_loaded", "store attr", why="_entries read from memory only once the index is loaded"),
     HostPrivate(_STORE, "_db", "store attr", why="SessionDB: get_session rows for compression lineage"),
     HostPrivate(
         _STORE,

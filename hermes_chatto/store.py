@@ -70,6 +70,12 @@ SEEN_LIMIT = 50_000
 #: :class:`SeenStore` writes its queue when this many ids are pending.
 SEEN_FLUSH_AT = 256
 
+#: Seen-set commits between two WAL checkpoints (run on the seen-set's writer thread).
+SEEN_CHECKPOINT_EVERY = 200
+
+#: SQLite busy timeout of the state file's connections (ms): another connection's write.
+_BUSY_MS = 10_000
+
 #: :class:`FrontierStore` rows not written for this long are dropped when the store opens
 #: (seconds; 180 days). Such a thread, if it ever speaks again, is seeded afresh.
 FRONTIER_MAX_AGE = 180 * 86_400.0
@@ -143,7 +149,7 @@ def is_damaged(exc: BaseException) -> bool:
 
 def _open(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), timeout=10.0, check_same_thread=False, isolation_level=None)
+    conn = sqlite3.connect(str(path), timeout=_BUSY_MS / 1000, check_same_thread=False, isolation_level=None)
     try:
         try:
             conn.execute("PRAGMA journal_mode=WAL")
@@ -198,6 +204,12 @@ def set_aside(path: Path, exc: BaseException, *, now: float | None = None) -> Pa
         aside,
     )
     return aside
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether ``exc`` is SQLite's "database is locked" (another connection is writing)."""
+    name = str(getattr(exc, "sqlite_errorname", "") or "")
+    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) if name else "locked" in str(exc).lower()
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -402,14 +414,16 @@ class SeenStore:
     replays it afterwards.
 
     ``limit`` is the number of ids kept (oldest evicted first, in insertion order). The
-    ids are also held in memory (loaded when the store opens: a set for ``in`` plus a deque
-    in insertion order for O(1) eviction), so :meth:`contains` / ``in`` never touches the
-    disk and :meth:`add` only queues the id; the queue is written in one transaction every
-    :data:`SEEN_FLUSH_AT` ids or on :meth:`flush` (WAL, ``synchronous=NORMAL``: no fsync per
-    insert) — the hot path of ingest, measured by ``bench/p3_ingest_cost.py``. The writes run
-    on one writer thread, in order: the event loop that calls :meth:`add` never waits for
-    SQLite (a batch cost ~4 µs per id there); :meth:`flush` (the cursor keeper calls it, off the
-    loop, before each cursor write) waits until everything queued is on disk. Thread-safe.
+    ids are also held in memory as their hashes (loaded when the store opens: a set for
+    ``in`` plus a deque in insertion order for O(1) eviction; ~80 bytes per id), so
+    :meth:`contains` / ``in`` never touches the disk and :meth:`add` only queues the id; the
+    queue is written in one transaction every :data:`SEEN_FLUSH_AT` ids or on :meth:`flush`
+    (WAL, ``synchronous=NORMAL``: no fsync per insert) — the hot path of ingest, measured by
+    ``bench/p3_adapter.py``. The writes run on one writer thread, in order: the event loop
+    that calls :meth:`add` never waits for SQLite (a batch cost ~4 µs per id there);
+    :meth:`flush` (the cursor keeper calls it, off the loop, before each cursor write) waits
+    until everything queued is on disk; :meth:`write_now` (the durable gate, AGENTS 57)
+    writes a turn's id on the loop when nothing is in the way. Thread-safe.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, limit: int = SEEN_LIMIT):
@@ -423,8 +437,13 @@ class SeenStore:
         self.health = WriteHealth("seen-set", self.path, SEEN_FAILED)
         rows = self._conn.execute("SELECT event_id FROM seen ORDER BY seq DESC LIMIT ?", (self.limit,)).fetchall()
         ids = [r[0] for r in reversed(rows)]
-        self._mem: set[str] = set(ids)
-        self._order: deque[str] = deque(ids)  # oldest first; same ids as _mem
+        # In memory an id is kept as its str hash (64 bits, SipHash, this process's seed):
+        # ~80 bytes per id instead of ~360 for the strings in a set and a deque (50,000 ids:
+        # 4 MB instead of 18). Two ids of one process's last SEEN_LIMIT sharing a hash (odds
+        # ~n/2^64 per message, 3e-15 at the limit) would drop the second as a duplicate.
+        hashes = [hash(i) for i in ids]
+        self._mem: set[int] = set(hashes)
+        self._order: deque[int] = deque(hashes)  # oldest first; same hashes as _mem
         self._pending: list[str] = []
         #: the writer thread (started with the first batch), the batch handed to it last, and
         #: the lock that keeps the connection to one thread at a time
@@ -432,6 +451,13 @@ class SeenStore:
         self._last: Future[int] | None = None
         self._write_lock = threading.Lock()
         self._count = int(self._conn.execute("SELECT count(*) FROM seen").fetchone()[0])
+        # neither connection checkpoints inside a commit (see _after_commit); the second one
+        # (write_now, on the event loop) never waits for a lock
+        self._conn.execute("PRAGMA wal_autocheckpoint=0")
+        self._fast = _connect(self.path)
+        self._fast.execute("PRAGMA busy_timeout=0")
+        self._fast.execute("PRAGMA wal_autocheckpoint=0")
+        self._commits = 0
         if self._count > self.limit:
             with self._lock:
                 self._prune_locked()
@@ -439,14 +465,15 @@ class SeenStore:
     def add(self, event_id: str) -> bool:
         """Remember ``event_id``; ``True`` if it was not there yet. Never touches the disk:
         every :data:`SEEN_FLUSH_AT` ids the queue goes to the writer thread."""
-        if not event_id or event_id in self._mem:
+        h = hash(event_id)
+        if not event_id or h in self._mem:
             return False
         with self._lock:
-            if event_id in self._mem:
+            if h in self._mem:
                 return False
             mem = self._mem
-            mem.add(event_id)
-            self._order.append(event_id)
+            mem.add(h)
+            self._order.append(h)
             if len(mem) > self.limit:
                 mem.discard(self._order.popleft())
             self._pending.append(event_id)  # stamped when written: one clock read per batch
@@ -460,13 +487,22 @@ class SeenStore:
         Raises ``sqlite3.Error`` when that write failed (its ids stay queued)."""
         with self._lock:
             n = len(self._pending)
-            if n:
-                fut: Future[int] | None = self._submit_locked()
-            else:  # nothing queued: wait only for a batch still being written
-                fut = self._last if self._last is not None and not self._last.done() else None
+        fut = self.flush_future()
         if fut is not None:
             fut.result()
         return n
+
+    def flush_future(self) -> Future[int] | None:
+        """Hand every queued id to the writer thread without waiting: the future of the batch
+        that puts them (and everything queued before) on disk, ``None`` when nothing is queued
+        or being written. Its result raises ``sqlite3.Error`` when that write failed (the ids
+        stay queued). An event loop awaits it with ``asyncio.wrap_future``: one hop to the
+        writer thread, no worker thread blocked on it."""
+        with self._lock:
+            if self._pending:
+                return self._submit_locked()
+            last = self._last
+            return last if last is not None and not last.done() else None
 
     def _submit_locked(self) -> Future[int]:
         """Hand the queue to the writer thread (one worker: batches land in order)."""
@@ -476,41 +512,130 @@ class SeenStore:
         fut = self._last = self._writer.submit(self._write, pending)
         return fut
 
+    def write_now(self) -> bool:
+        """Write the queued ids on the calling thread, when that needs no wait: no batch is
+        in flight on the writer thread, its lock is free, at most :data:`SEEN_FLUSH_AT` ids
+        are queued and no other connection holds the file's write lock (this store's second
+        connection has a busy timeout of 0). One ``INSERT`` statement (its own transaction;
+        WAL, ``synchronous=NORMAL``: no fsync; this store's connections never checkpoint or
+        prune inside a commit of this path: the writer thread does). ``True``: every queued
+        id is on disk; ``False``: it would have had to wait (nothing written; use
+        :meth:`flush_future`). Raises ``sqlite3.Error`` when the write failed (the ids stay
+        queued; the failure is reported as by the writer thread)."""
+        with self._lock:
+            if self._last is not None and not self._last.done():
+                return False
+            if not self._pending:
+                return True
+            if len(self._pending) > SEEN_FLUSH_AT or not self._write_lock.acquire(blocking=False):
+                return False
+            pending, self._pending = self._pending, []
+        try:
+            now = time.time()
+            try:
+                cur = self._fast.execute(
+                    "INSERT OR IGNORE INTO seen (event_id, seen_at) VALUES " + ",".join(["(?, ?)"] * len(pending)),
+                    [x for eid in pending for x in (eid, now)],
+                )
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                with self._lock:
+                    self._pending = pending + self._pending
+                return False
+            self._count += max(0, cur.rowcount)
+        except sqlite3.Error as exc:
+            with self._lock:
+                self._pending = pending + self._pending
+            self.health.failed(exc)
+            raise
+        finally:
+            self._write_lock.release()
+        self.health.ok()
+        self._after_commit(inline=True)
+        return True
+
     def _write(self, pending: list[str]) -> int:
         """The writer thread: insert ``pending`` in one transaction, prune past the limit. On
         ``sqlite3.Error`` the ids go back to the front of the queue (the next flush retries) and
         the failure is reported (:class:`WriteHealth`: a WARNING the first time)."""
         with self._write_lock:
-            inserted = 0
-            now = time.time()
-            conn = self._conn
             try:
-                conn.execute("BEGIN")
-                # One multi-row INSERT per SEEN_FLUSH_AT ids instead of one statement per id
-                # (executemany): same rows and seq order, less per-row work (AUTOINCREMENT
-                # bookkeeping, bindings).
-                for i in range(0, len(pending), SEEN_FLUSH_AT):
-                    chunk = pending[i : i + SEEN_FLUSH_AT]
-                    cur = conn.execute(
-                        "INSERT OR IGNORE INTO seen (event_id, seen_at) VALUES " + ",".join(["(?, ?)"] * len(chunk)),
-                        [x for eid in chunk for x in (eid, now)],
-                    )
-                    inserted += max(0, cur.rowcount)
-                conn.execute("COMMIT")
+                self._insert_locked(pending)
             except sqlite3.Error as exc:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
                 with self._lock:
                     self._pending = pending + self._pending
                 self.health.failed(exc)
                 raise
-            self.health.ok()
-            self._count += inserted
-            if self._count > self.limit + self._slack:
-                self._prune_locked()
+            self._after_commit(inline=False)
             return len(pending)
+
+    def _insert_locked(self, pending: list[str]) -> None:
+        """One transaction inserting ``pending`` (``_write_lock`` held). Rolls back and raises
+        ``sqlite3.Error`` on failure."""
+        inserted = 0
+        now = time.time()
+        conn = self._conn
+        try:
+            conn.execute("BEGIN")
+            # One multi-row INSERT per SEEN_FLUSH_AT ids instead of one statement per id
+            # (executemany): same rows and seq order, less per-row work (AUTOINCREMENT
+            # bookkeeping, bindings).
+            for i in range(0, len(pending), SEEN_FLUSH_AT):
+                chunk = pending[i : i + SEEN_FLUSH_AT]
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO seen (event_id, seen_at) VALUES " + ",".join(["(?, ?)"] * len(chunk)),
+                    [x for eid in chunk for x in (eid, now)],
+                )
+                inserted += max(0, cur.rowcount)
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise
+        self.health.ok()
+        self._count += inserted
+        if self._count > self.limit + self._slack:
+            self._prune_locked()
+
+    def _after_commit(self, *, inline: bool) -> None:
+        """Every :data:`SEEN_CHECKPOINT_EVERY` commits a passive WAL checkpoint, and past the
+        limit the prune, on the writer thread (this store's connections never checkpoint
+        inside a commit: that would fsync on the caller's thread, the event loop for
+        :meth:`write_now`)."""
+        with self._lock:
+            self._commits += 1
+            checkpoint = self._commits >= SEEN_CHECKPOINT_EVERY
+            prune = inline and self._count > self.limit + self._slack
+            if checkpoint:
+                self._commits = 0
+            if inline and (checkpoint or prune):
+                if self._writer is None:
+                    self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chatto-seen-writer")
+                self._writer.submit(self._maintain, checkpoint, prune)
+                return
+        if checkpoint:
+            self._checkpoint_locked()
+
+    def _maintain(self, checkpoint: bool, prune: bool) -> None:
+        """The writer thread: the checkpoint and prune :meth:`write_now` left to it."""
+        with self._write_lock:
+            if prune and self._count > self.limit + self._slack:
+                try:
+                    self._prune_locked()
+                except sqlite3.Error:  # the next write's prune tries again
+                    logger.debug("Chatto: seen-set prune failed", exc_info=True)
+            if checkpoint:
+                self._checkpoint_locked()
+
+    def _checkpoint_locked(self) -> None:
+        """A passive WAL checkpoint (``_write_lock`` held)."""
+        try:
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error:  # a busy or failing file: the next one tries again
+            logger.debug("Chatto: seen-set WAL checkpoint failed", exc_info=True)
 
     def discard(self, event_id: str) -> None:
         """Forget ``event_id`` if it is not written yet (memory and queue); an id already on
@@ -519,18 +644,19 @@ class SeenStore:
             if event_id not in self._pending:
                 return
             self._pending.remove(event_id)
-            self._mem.discard(event_id)
+            h = hash(event_id)
+            self._mem.discard(h)
             try:
-                self._order.remove(event_id)
+                self._order.remove(h)
             except ValueError:
                 pass
 
     def contains(self, event_id: str) -> bool:
         """Whether ``event_id`` is remembered (memory only; the table mirrors it)."""
-        return bool(event_id) and event_id in self._mem
+        return bool(event_id) and hash(event_id) in self._mem
 
     def __contains__(self, event_id: object) -> bool:
-        return isinstance(event_id, str) and event_id in self._mem
+        return isinstance(event_id, str) and hash(event_id) in self._mem
 
     def __len__(self) -> int:
         return len(self._mem)
@@ -554,10 +680,11 @@ class SeenStore:
         if writer is not None:
             writer.shutdown(wait=True)
         with self._write_lock:
-            try:
-                self._conn.close()
-            except sqlite3.Error:
-                pass
+            for conn in (self._conn, self._fast):
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
 
 
 #: A protocol-4 resume cursor is valid for 15 minutes after issue (Chatto's

@@ -17,7 +17,7 @@ from .rooms import find_member_room
 from .secret import RedactedStr
 from .send import RESUME_TTL_S, deliver_text, error_kind_for, send_result_from_report
 
-#: Former name (``bench/ingest.py`` uses it).
+#: Former name (kept for callers of the earlier private name).
 _make_seen_store = make_seen_store
 
 __all__ = [

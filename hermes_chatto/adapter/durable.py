@@ -4,7 +4,10 @@ The seen-set (:class:`hermes_chatto.store.SeenStore`) queues ids in memory and w
 batches. If a message were answered while its id could not be written (a full disk), a restart
 would resume from the last stored cursor, the server would replay the message, nothing on disk
 would say it was handled, and it would be answered a second time. So before the inbound hands
-a turn to the host, this unit flushes the seen-set (one small transaction, off the event loop):
+a turn to the host, this unit flushes the seen-set: one small transaction (WAL, no fsync) right
+on the event loop when nothing is in the way (:meth:`SeenStore.write_now` never waits: with a
+batch in flight or the file locked by another write it declines), else on the store's writer
+thread, awaited (AGENTS 57):
 
 * the write works → the turn runs now;
 * it fails → the turn **waits** here, in arrival order, and the cursor keeper does not persist a
@@ -73,11 +76,20 @@ class DurableGate:
 
     async def _durable(self) -> bool:
         """Flush the seen-set; ``False`` when the write failed (the store reported it)."""
-        flush = getattr(self._conn.seen, "flush", None)
-        if not callable(flush):
-            return True
+        seen = self._conn.seen
+        now, submit = getattr(seen, "write_now", None), getattr(seen, "flush_future", None)
         try:
-            await asyncio.to_thread(flush)
+            if callable(now) and now():  # one small commit, no fsync, nothing waited for: no thread hop
+                self._conn.counters["durable_inline"] += 1
+                return True
+            if callable(submit):  # busy: the store's writer thread does it; the loop only awaits it
+                fut = submit()
+                if fut is not None:
+                    await asyncio.wrap_future(fut)
+                return True
+            flush = getattr(seen, "flush", None)
+            if callable(flush):
+                await asyncio.to_thread(flush)
         except Exception:  # noqa: BLE001 - a full disk, an I/O error: the store warned once
             self._conn.counters["seen_flush_errors"] += 1
             return False

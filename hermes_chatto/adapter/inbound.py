@@ -259,15 +259,22 @@ class Inbound:
                 frontier.observe(msg, True)
 
     async def _has_session(self, msg: ChattoMessage) -> bool:
-        """Whether the sender already has a runner session for ``msg``'s thread."""
-        peek = getattr(compat.session_store(self._host), "peek_session_id", None)
+        """Whether the sender already has a runner session for ``msg``'s thread: from the
+        store's memory on the loop (every reply in a thread the bot is not in asks), off the
+        loop only when that cannot tell at once."""
+        store = compat.session_store(self._host)
+        peek = getattr(store, "peek_session_id", None)
         if not callable(peek):
             return False
         try:
             probe = self._host.build_source(
                 chat_id=msg.room_id, chat_type="group", user_id=msg.author_id, thread_id=msg.thread_root_event_id
             )
-            return bool(await asyncio.to_thread(peek, self._host.session_key_for(probe)))
+            key = self._host.session_key_for(probe)
+            now = compat.session_exists_now(store, key)
+            if isinstance(now, bool):
+                return now
+            return bool(await asyncio.to_thread(peek, key))
         except Exception:  # noqa: BLE001 - unknown: fall back to the root's author
             return False
 

@@ -21,8 +21,13 @@ from ..wire.errors import ChattoError
 from ..wire.types import ChattoMessage, ThreadKey
 from .conn import Conn
 
-#: Entries kept per map (ids; a few MB at most).
-INDEX_CAPACITY = 20_000
+#: Entries kept per map: ~1 kB a thread over the five maps (AGENTS, bounded containers).
+INDEX_CAPACITY = 10_000
+#: Messages whose thread root is kept (every message goes in: at 200 msg/s the last 100 s).
+ROOTS_CAPACITY = 20_000
+#: Root authors kept (~140 bytes each): a reply in a thread whose root author is known needs no
+#: ``GetMessage`` to tell whether the bot takes part (root_is_own), so this one is kept longer.
+ROOT_AUTHORS_CAPACITY = 20_000
 #: Own post ids kept for echo dropping.
 OWN_CAPACITY = 4096
 
@@ -30,12 +35,19 @@ OWN_CAPACITY = 4096
 class ThreadIndex:
     """Owns the maps above; ``conn`` gives the client and the bot's id for lookups."""
 
-    def __init__(self, conn: Conn, *, capacity: int = INDEX_CAPACITY) -> None:
+    def __init__(
+        self,
+        conn: Conn,
+        *,
+        capacity: int = INDEX_CAPACITY,
+        root_authors_capacity: int = ROOT_AUTHORS_CAPACITY,
+        roots_capacity: int = ROOTS_CAPACITY,
+    ) -> None:
         self._conn = conn
-        self.roots: BoundedMap[str, str] = BoundedMap(capacity)
+        self.roots: BoundedMap[str, str] = BoundedMap(roots_capacity)
         self.own: BoundedSet[str] = BoundedSet(OWN_CAPACITY)
         self.joined: BoundedSet[ThreadKey] = BoundedSet(capacity)
-        self.root_authors: BoundedMap[str, str] = BoundedMap(capacity)
+        self.root_authors: BoundedMap[str, str] = BoundedMap(root_authors_capacity)
         self.reply_counts: BoundedMap[ThreadKey, int] = BoundedMap(capacity)
         self._counted: BoundedSet[str] = BoundedSet(capacity)  # reply ids already in reply_counts
 

@@ -17,14 +17,17 @@ from typing import Any
 
 from .. import compat
 from ..bounded import BoundedMap
-from ..compat import session_id_for
+from ..compat import UNKNOWN, session_id_now, session_lookup
 from ..frontier.service import TurnStart
 from ..wire.types import ChattoMessage
 from .boundary import ErrorBoundary
 from .conn import Conn
 
 #: Thread triggers whose session key is remembered.
-TRIGGER_CAPACITY = 5_000
+TRIGGER_CAPACITY = 2_000
+
+#: Hermes session ids whose compression-lineage root is remembered (:meth:`TurnTracker.session_id`).
+LINEAGE_CAPACITY = 2_000
 
 
 class TurnTracker:
@@ -45,6 +48,10 @@ class TurnTracker:
         #: session keys whose next ``get_pending_message`` (in the same loop step) is the
         #: host discarding the queue after ``interrupt_session_activity``
         self.discarding: set[str] = set()
+        #: Hermes session id -> the first session of its compression chain, once it can no
+        #: longer change (:attr:`compat.SessionLookup.lineage`): a quiet turn's session lookup
+        #: then needs no thread and no SQLite read
+        self.lineage: BoundedMap[str, str] = BoundedMap(LINEAGE_CAPACITY)
 
     def guard_key(self, source: Any) -> str:
         """The key the base class uses for ``_active_sessions`` / ``_pending_messages``."""
@@ -148,18 +155,29 @@ class TurnTracker:
     # ------------------------------------------------------------------ thread context
 
     async def session_id(self, key: str) -> str | None:
-        """The Hermes session id bound to ``key`` without creating a session."""
+        """The Hermes session id bound to ``key`` without creating a session: from the
+        store's memory on the event loop when it can tell at once (:func:`compat.session_id_now`:
+        the usual case, no thread), else one read off the loop (:func:`compat.session_lookup`),
+        whose stable lineage is remembered for the next turn."""
         store = compat.session_store(self._host)
         if store is None:
             return None
-        return await asyncio.to_thread(session_id_for, store, key)
+        sid = session_id_now(store, key, self.lineage)
+        if sid is not UNKNOWN:
+            self._conn.counters["session_lookups_inline"] += 1
+            return sid if isinstance(sid, str) else None
+        self._conn.counters["session_lookups_off_loop"] += 1
+        found = await asyncio.to_thread(session_lookup, store, key)
+        if found.lineage is not None:
+            self.lineage.put(*found.lineage)
+        return found.session_id
 
     async def start_turn(self, key: str, trigger: ChattoMessage, streamed: bool) -> TurnStart:
         """The frontier's decision for a thread turn: its context block, or that ``trigger``
         already reached session ``key`` (a duplicate the caller drops). A frontier failure
         gives ``TurnStart(None)``: the turn runs without a block rather than not at all."""
         frontier = self._conn.frontier
-        if frontier is None:
+        if frontier is None or not getattr(frontier, "enabled", True):  # thread context off: nothing to look up
             return TurnStart(None)
         with self._boundary.guard("frontier.start_turn"):
             sid = await self.session_id(key)

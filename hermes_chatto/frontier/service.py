@@ -39,6 +39,10 @@ logger = get_logger("hermes_chatto.frontier")
 
 #: Smallest ``max_bytes`` the frontier accepts (one full line always fits).
 MIN_MAX_BYTES = 1_024
+
+#: Session ledgers kept in memory (~3.5 kB each); one evicted is read back from its stored row
+#: on its next turn (one read off the event loop).
+MAX_SESSIONS = 1_000
 #: Longest wait (seconds) of a block read for the session's own delivery into the thread
 #: to return its ids (see :meth:`ThreadFrontier.begin_send`).
 SEND_SETTLE_TIMEOUT_S = 10.0
@@ -242,7 +246,7 @@ class ThreadFrontier:
         max_bytes: int = 8_000,
         max_page: int = MAX_PAGE,
         compact_at: int = HELD_COMPACT_AT,
-        max_sessions: int = 10_000,
+        max_sessions: int = MAX_SESSIONS,
         send_settle_timeout: float = SEND_SETTLE_TIMEOUT_S,
         fetch_around: Callable[..., Awaitable[tuple[TimelinePage, int]]] | None = None,
     ) -> None:

@@ -70,6 +70,7 @@ from .types import (
     ChattoRoom,
     ChattoUser,
     TimelinePage,
+    message_from_json,
     message_from_pb,
     page_from_pb,
     room_from_pb,
@@ -103,6 +104,37 @@ def decode_json(pb_cls: type[M], data: bytes | str | dict[str, object]) -> M:
     if isinstance(data, bytes):
         data = data.decode("utf-8")
     return json_format.Parse(data, msg, ignore_unknown_fields=True)
+
+
+def _decode_body(path: str, resp_cls: type[M], body: bytes) -> M:
+    """A response body decoded (:func:`decode_json`); a body that does not decode raises
+    :class:`ChattoError` (``bad_response``)."""
+    try:
+        return decode_json(resp_cls, body)
+    except (ValueError, json_format.ParseError) as exc:
+        raise ChattoError(
+            f"{path}: malformed response body ({type(exc).__name__})",
+            code="bad_response",
+            http_status=200,
+            method=path,
+        ) from None
+
+
+def decode_get_message(body: bytes) -> ChattoMessage:
+    """A ``GetMessageResponse`` body (Connect JSON) → its message. The plain case (no
+    attachments, no thread summary: :func:`.types.message_from_json`) skips the protobuf JSON
+    parser: a turn reads its message, this is the hot path. Raises :class:`ChattoError`
+    (``bad_response``) for a body that does not decode."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        fast = message_from_json(parsed.get("message"))
+        if fast is not None:
+            return fast
+    r = _decode_body(f"{API}.MessageService/GetMessage", pb.GetMessageResponse, body)
+    return message_from_pb(r.message)
 
 
 def encode_json(msg: Message) -> bytes:
@@ -317,6 +349,12 @@ class ChattoClient:
         self, package: str, service: str, method: str, req: Message, resp_cls: type[M], *, write: bool = False
     ) -> M:
         """One RPC with the retry policy of the module docstring; returns the decoded pb."""
+        body = await self._call_raw(package, service, method, req, write=write)
+        return _decode_body(f"{package}.{service}/{method}", resp_cls, body)
+
+    async def _call_raw(self, package: str, service: str, method: str, req: Message, *, write: bool = False) -> bytes:
+        """One RPC with the retry policy of the module docstring; returns the Connect-JSON
+        response body (HTTP 200, JSON content type), not decoded."""
         path = f"{package}.{service}/{method}"
         content = encode_json(req)
         initial, cap = self._backoff
@@ -338,10 +376,10 @@ class ChattoClient:
             reraise=True,
         ):
             with attempt:
-                return await self._once(path, content, resp_cls, write)
+                return await self._once(path, content, write)
         raise AssertionError("unreachable: tenacity re-raises the last attempt's error")  # pragma: no cover
 
-    async def _once(self, path: str, content: bytes, resp_cls: type[M], write: bool) -> M:
+    async def _once(self, path: str, content: bytes, write: bool) -> bytes:
         if self._on_request is not None:
             self._on_request(path)
         url = f"{self.base_url}{CONNECT_PREFIX}/{path}"
@@ -387,15 +425,7 @@ class ChattoClient:
                 http_status=200,
                 method=path,
             )
-        try:
-            return decode_json(resp_cls, resp.content)
-        except (ValueError, json_format.ParseError) as exc:
-            raise ChattoError(
-                f"{path}: malformed response body ({type(exc).__name__})",
-                code="bad_response",
-                http_status=200,
-                method=path,
-            ) from None
+        return resp.content
 
     async def call(self, service: str, method: str, req: Message, resp_cls: type[M], *, write: bool = False) -> M:
         """One ``chatto.api.v1.<service>/<method>`` RPC with this client's credential and
@@ -570,14 +600,10 @@ class ChattoClient:
 
     async def get_message(self, room_id: str, event_id: str) -> ChattoMessage:
         """One message: ``MessageService/GetMessage``. Raises :class:`ChattoNotFound`."""
-        r = await self._call(
-            API,
-            "MessageService",
-            "GetMessage",
-            pb.GetMessageRequest(room_id=room_id, event_id=event_id),
-            pb.GetMessageResponse,
+        body = await self._call_raw(
+            API, "MessageService", "GetMessage", pb.GetMessageRequest(room_id=room_id, event_id=event_id)
         )
-        return message_from_pb(r.message)
+        return decode_get_message(body)
 
     async def list_notifications(self, *, offset: int = 0, limit: int = 100) -> tuple[tuple[MessageNotice, ...], bool]:
         """One page of the bot's own notification occurrences, newest first:

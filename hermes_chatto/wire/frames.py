@@ -13,6 +13,7 @@ Protocol source: Chatto v0.5.0-beta.20's ``proto/chatto/realtime/v1/realtime.pro
 
 from __future__ import annotations
 
+from sys import intern
 from typing import Literal
 
 from google.protobuf.message import DecodeError
@@ -186,9 +187,11 @@ def _posted(ev: pb.RealtimeEvent, actor: str, cursor: str | None, bot_user_id: s
     mp = ev.message_posted
     viewer, everyone, ids = _mentions(list(mp.mentions), bot_user_id)
     return MessagePosted(
-        room_id=mp.room_id,
+        # room and user ids repeat across messages: one shared string each (the thread index
+        # and the frontier keep them per thread; ~75 bytes an entry saved)
+        room_id=intern(mp.room_id),
         event_id=ev.id,
-        actor_id=actor,
+        actor_id=intern(actor),
         cursor=cursor,
         created_at=ts_seconds(ev.created_at) if ev.HasField("created_at") else None,
         thread_root_event_id=mp.thread_root_event_id,

@@ -69,9 +69,29 @@ class FullDisk:
         return getattr(self._conn, name)
 
 
+class _SameDisk(FullDisk):
+    """A second connection of the same store on the same :class:`FullDisk` (its ``full``)."""
+
+    def __init__(self, conn: sqlite3.Connection, disk: FullDisk) -> None:
+        super().__init__(conn)
+        self._disk = disk
+
+    @property  # type: ignore[override]
+    def full(self) -> bool:
+        return self._disk.full
+
+    @full.setter
+    def full(self, value: bool) -> None:
+        pass
+
+
 def make_full(store: Any) -> FullDisk:
-    """Put a :class:`FullDisk` under ``store`` (any of the state file's stores); returns it
-    (set ``.full = False`` and the disk "has room again")."""
+    """Put a :class:`FullDisk` under ``store`` (any of the state file's stores; the seen-set's
+    second connection, ``_fast``, too); returns it (set ``.full = False`` and the disk "has
+    room again")."""
     disk = FullDisk(store._conn)
     store._conn = disk
+    fast = getattr(store, "_fast", None)
+    if fast is not None:
+        store._fast = _SameDisk(fast, disk)
     return disk

@@ -12,6 +12,7 @@ its own test below.
 from __future__ import annotations
 
 import sqlite3
+from types import SimpleNamespace
 
 import pytest
 
@@ -1292,3 +1293,45 @@ async def test_session_lru_keeps_a_ledger_whose_row_write_is_queued(tmp_path):
     assert saved == ["k0", "k0"]
     await f.block_for_turn("k1", "S1", roots[1], True)
     assert [led.session_key for led in f.ledgers()] == ["k2", "k1"]
+
+
+def test_session_id_now_reads_memory_only_and_says_unknown_when_it_would_wait(tmp_path, monkeypatch):
+    """Issue 27: a quiet turn's session lookup runs on the event loop without a thread hop:
+    from the store's memory, once its compression lineage is known; UNKNOWN (so the caller
+    reads off the loop) when the store is not loaded, its lock is held or the lineage is not
+    cached yet."""
+    from hermes_chatto.compat import UNKNOWN, session_id_now, session_lookup
+
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+    store = _session_store(tmp_path)
+    src = _source()
+    key = store._generate_session_key(src)
+    assert session_id_now(store, key, {}) is UNKNOWN  # the index is not loaded yet: a read
+    entry = store.get_or_create_session(src)
+    assert session_id_now(store, key, {}) is UNKNOWN  # the lineage was never read
+    found = session_lookup(store, key)
+    assert found.session_id == entry.session_id and found.lineage == (entry.session_id, entry.session_id)
+    lineage = dict([found.lineage])
+    assert session_id_now(store, key, lineage) == session_id_for(store, key) == entry.session_id
+    assert session_id_now(store, "agent:main:telegram:group:R9:T9", lineage) is None  # no session: known at once
+    with store._lock:  # another thread holds the store: never waited for
+        assert session_id_now(store, key, lineage) is UNKNOWN
+    store.suspend_session(key)
+    assert session_id_now(store, key, lineage) is None  # the runner replaces it on this turn
+
+
+def test_session_lookup_does_not_cache_a_lineage_that_can_still_change(tmp_path, monkeypatch):
+    """A session whose parent has not ended yet may still become a compression continuation:
+    its lineage is not offered for caching."""
+    from hermes_chatto.compat import session_lookup
+
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+    store = _session_store(tmp_path)
+    entry = store.get_or_create_session(_source())
+    rows = {entry.session_id: {"parent_session_id": "Sparent"}, "Sparent": {"end_reason": None}}
+    monkeypatch.setattr(store, "_db", SimpleNamespace(get_session=rows.get))
+    found = session_lookup(store, entry.session_key)
+    assert found.session_id == entry.session_id and found.lineage is None
+    rows["Sparent"] = {"end_reason": "compression"}
+    found = session_lookup(store, entry.session_key)
+    assert found.session_id == "Sparent" and found.lineage == (entry.session_id, "Sparent")

@@ -134,3 +134,18 @@ def test_a_memory_seen_set_admits_at_once(monkeypatch):
         assert ran == ["E1"]
 
     asyncio.run(body())
+
+
+def test_an_uncontended_turn_is_made_durable_on_the_loop(tmp_path, monkeypatch):
+    """Issue 27: no thread hop when the seen-set can be written at once (counted)."""
+
+    async def body():
+        conn, gate, _holds = _gate(tmp_path, monkeypatch)
+        ran: list[str] = []
+        conn.seen.add("E1")
+        await gate.admit("E1", _run(ran, "E1"))
+        assert ran == ["E1"] and conn.counters["durable_inline"] == 1
+        assert conn.seen._writer is None
+        conn.seen.close()
+
+    asyncio.run(body())

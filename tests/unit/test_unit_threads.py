@@ -33,7 +33,7 @@ def _msg(eid, root="", author="Ualice", replies=0):
 
 
 def _index(client=None):
-    return ThreadIndex(Conn(SimpleNamespace(), client=client, bot_user_id=BOT), capacity=4)
+    return ThreadIndex(Conn(SimpleNamespace(), client=client, bot_user_id=BOT), capacity=4, roots_capacity=4)
 
 
 def test_roots_are_remembered_and_bounded():

@@ -112,3 +112,58 @@ def test_frontier_failure_is_counted_not_raised_and_no_frontier_is_fine():
     t.frontier_turn(_event("E1"), None)
     t.command_handled("E1")
     assert asyncio.run(t.start_turn("S", None, True)) == (None, False)
+
+
+class _StartFrontier:
+    enabled = True
+
+    def __init__(self):
+        self.sids = []
+
+    async def start_turn(self, key, sid, trigger, streamed):
+        from hermes_chatto.frontier.service import TurnStart
+
+        self.sids.append(sid)
+        return TurnStart(None)
+
+
+def test_a_quiet_turn_looks_its_session_up_without_a_thread_hop(tmp_path, monkeypatch):
+    """Issue 27: the session lookup of a thread turn ran in ``asyncio.to_thread`` every time
+    (~100 µs of CPU per message). Now only the first turn of a session reads off the loop;
+    the next ones read the store's memory. With thread context off nothing is looked up."""
+    from gateway.config import GatewayConfig, Platform
+    from gateway.session import SessionSource, SessionStore
+
+    from hermes_chatto.adapter import turns as T
+    from hermes_chatto.wire.types import ChattoMessage
+
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+    store = SessionStore(tmp_path / "sessions", GatewayConfig())
+    src = SessionSource(platform=Platform.TELEGRAM, chat_id="R1", chat_type="group", user_id="U1", thread_id="T1")
+    entry = store.get_or_create_session(src)
+    host = Host()
+    host._session_store = store
+    conn = Conn(SimpleNamespace(), bot_user_id="Ubot")
+    conn.frontier = _StartFrontier()
+    hops = []
+    real = asyncio.to_thread
+
+    async def counted(fn, *a, **kw):
+        hops.append(fn.__name__)
+        return await real(fn, *a, **kw)
+
+    monkeypatch.setattr(T.asyncio, "to_thread", counted)
+    tracker = TurnTracker(host, conn, ErrorBoundary(logging.getLogger("t"), conn.counters))
+    trigger = ChattoMessage(event_id="E1", room_id="R1", author_id="U1", body="hi", thread_root_event_id="T1")
+
+    async def body():
+        for _ in range(3):
+            await tracker.start_turn(entry.session_key, trigger, True)
+
+    asyncio.run(body())
+    assert conn.frontier.sids == [entry.session_id] * 3
+    assert hops == ["session_lookup"]  # the first turn only: the lineage is then known
+    assert conn.counters["session_lookups_inline"] == 2
+    conn.frontier.enabled = False  # thread context off
+    asyncio.run(body())
+    assert hops == ["session_lookup"] and len(conn.frontier.sids) == 3

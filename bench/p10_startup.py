@@ -1,0 +1,89 @@
+"""P10: startup, the plugin's own share: importing it and connecting it.
+
+In a fresh interpreter (``run_all`` runs each script in its own):
+
+1. **host import**: ``gateway.run``, ``gateway.config``, ``hermes_cli.plugins`` (what any
+   platform pays; informational).
+2. **plugin import**: then ``hermes_chatto`` and ``hermes_chatto.adapter`` (with the wire
+   layer: httpx, websockets, protobuf, the generated schema), i.e. what this plugin adds.
+3. **connect**: a real ``GatewayRunner`` + ``ChattoAdapter`` (``_gateway.start_gateway``)
+   against the local server (its demo world, in its own process): from ``adapter.connect``
+   to the plugin handling ``caught_up`` (discovery, runner construction not counted).
+
+Goal: plugin import + connect < 0.3 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+from _util import emit, note, setup_hermes_home
+
+
+async def connect_time() -> tuple[float, float]:
+    from _gateway import agent_result, start_gateway, stop_gateway
+    from _server_proc import ServerProcess
+    from hermes_chatto.wire import events as E
+
+    async def run_agent(message, source, session_key):
+        return agent_result("ok")
+
+    sp = ServerProcess()
+    info = sp.start()
+    marks: dict[str, float] = {}
+
+    def before(adapter) -> None:
+        on_event = adapter.inbound.on_event
+
+        async def watched(ev):
+            await on_event(ev)
+            if isinstance(ev, E.CaughtUp):
+                marks.setdefault("caught_up", time.perf_counter())
+
+        adapter.inbound.on_event = watched
+        marks["connect"] = time.perf_counter()
+
+    t0 = time.perf_counter()
+    _runner, adapter = await start_gateway(
+        info["base"], info["bot_key"], info["general"], run_agent, before_connect=before
+    )
+    end = time.monotonic() + 30
+    while "caught_up" not in marks and time.monotonic() < end:
+        await asyncio.sleep(0.001)
+    setup_s = marks["connect"] - t0
+    connect_s = marks["caught_up"] - marks["connect"]
+    await stop_gateway(adapter)
+    sp.stop()
+    return setup_s, connect_s
+
+
+def main() -> None:
+    setup_hermes_home()
+    if "hermes_chatto.adapter" in sys.modules:  # pragma: no cover - a fresh interpreter is the point
+        raise RuntimeError("run P10 in a fresh interpreter")
+    t0 = time.perf_counter()
+    import gateway.config  # noqa: F401
+    import gateway.run  # noqa: F401
+    import hermes_cli.plugins  # noqa: F401
+
+    t1 = time.perf_counter()
+    import hermes_chatto  # noqa: F401
+    import hermes_chatto.adapter  # noqa: F401
+
+    t2 = time.perf_counter()
+    setup_s, connect_s = asyncio.run(connect_time())
+    host_import, plugin_import = t1 - t0, t2 - t1
+    note(
+        f"P10: host import {host_import:.3f} s, plugin import {plugin_import:.3f} s, "
+        f"runner set-up (discovery, GatewayRunner, adapter built) {setup_s:.3f} s, connect → caught_up {connect_s:.3f} s"
+    )
+    emit(10, "host_import", host_import, "s", "-")
+    emit(10, "plugin_import", plugin_import, "s", "-")
+    emit(10, "connect_to_caught_up", connect_s, "s", "-")
+    emit(10, "plugin_share", plugin_import + connect_s, "s", "<0.3")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,364 @@
+"""P3: CPU per message on the path a message really takes, side by side with Hermes' own
+Mattermost adapter (hermes-agent 0.19.0 ``plugins/platforms/mattermost``).
+
+Both adapters are built by Hermes and wired to one real ``GatewayRunner`` the way
+``GatewayRunner.start`` wires them (message handler, session store, busy handler, the
+authorization check): the Chatto adapter through ``_gateway.start_gateway`` (connected to the
+local server in its own process), Mattermost by its plugin's factory with the same setters.
+The same logical stream goes to both: people replying in ``THREADS`` threads per round (new
+ones every round, each already bound to a runner session; ten replies each), every message
+mentioning the bot, so every one reaches ``handle_message``; ``handle_message`` itself is
+replaced by a recorder on both (the host's turn is the same for every adapter and is not
+measured here). Also measured: replies without a mention in threads the bot is not in (a
+message not for the bot), and Mattermost with its dedupe cache past its 2,000 ids.
+
+* **Chatto, real path**: the raw protocol-4 frame (protobuf bytes) → the realtime session's
+  ``_decode`` / ``_on_frame`` (decode, ``event_of``, the cursor) → ``Inbound`` (ingress, the
+  seen-set, the author, the ``GetMessage`` answer decoded from its Connect-JSON body, the
+  durable-before-answered gate, the session lookup, the thread frontier's block) →
+  ``handle_message``. The two reads a turn may make (``GetMessage``; ``GetThreadEvents``
+  when the thread moved) are answered from memory: their bodies are decoded by the real
+  wire code, the HTTP round trip is left out (Mattermost's REST calls would be too).
+* **Chatto, thread context off**: the same, with ``ThreadFrontier(window=0)``.
+* **Mattermost**: the JSON text frame → ``json.loads`` → ``_handle_ws_event`` (its own
+  ``json.loads`` of the post, dedupe, mention gate, ``build_source``, ``MessageEvent``) →
+  ``handle_message``.
+* **floor**: ``build_source`` + ``MessageEvent`` alone (what every adapter must do).
+
+CPU is ``time.process_time`` (every thread of the process: work pushed to a thread counts),
+per batch of ``P3_MESSAGES`` messages, the variants interleaved in a rotating order for
+``P3_ROUNDS`` rounds; the figure is the median over rounds of µs per message, the ratio the
+median of the per-round ratios (both measured in the same round, so machine load cancels).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import time
+from typing import Any
+
+from _util import emit, note, setup_hermes_home
+
+ROUNDS = int(os.environ.get("P3_ROUNDS", "7"))
+PER_ROUND = int(os.environ.get("P3_MESSAGES", "2000"))
+THREADS = 200  # 10 turns per thread per round
+TEXT = "@helper_bot can you check this?"
+
+
+class ReadsFromMemory:
+    """The adapter's ``ChattoClient`` with ``GetMessage`` / ``GetThreadEvents`` answered from
+    memory (the Connect-JSON bodies decoded by the real wire code; no HTTP). Every other call
+    goes to the real client."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self.bodies: dict[str, bytes] = {}  # event id -> GetMessageResponse JSON
+        self.threads: dict[tuple[str, str], list[Any]] = {}  # (room, root) -> pb.Message list
+        self.reads = {"GetMessage": 0, "GetThreadEvents": 0}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    async def get_message(self, room_id: str, event_id: str) -> Any:
+        from hermes_chatto.wire.types import ChattoMessage
+
+        try:
+            from hermes_chatto.wire.connect import decode_get_message
+        except ImportError:  # an older plugin (before issue 27): the protobuf JSON parser
+            from hermes_chatto.wire.connect import decode_json
+            from hermes_chatto.wire.proto import chatto_pb2 as pb
+            from hermes_chatto.wire.types import message_from_pb
+
+            def decode_get_message(body: bytes) -> ChattoMessage:
+                return message_from_pb(decode_json(pb.GetMessageResponse, body).message)
+
+        self.reads["GetMessage"] += 1
+        body = self.bodies.pop(event_id, None)
+        if body is None:  # a root read for its author (threads.root_is_own): a person's
+            self.reads["unstaged"] = self.reads.get("unstaged", 0) + 1
+            return ChattoMessage(event_id=event_id, room_id=room_id, author_id="Uperson", body="")
+        return decode_get_message(body)
+
+    async def get_thread_events(self, room_id: str, root: str, *, limit: int | None = None, **kw: Any) -> Any:
+        from hermes_chatto.wire.types import TimelinePage, message_from_pb
+
+        self.reads["GetThreadEvents"] += 1
+        msgs = self.threads.get((room_id, root), [])[-(limit or 50) :]
+        return TimelinePage(messages=tuple(message_from_pb(m) for m in msgs))
+
+
+def chatto_frame(
+    pb: Any, eid: str, room: str, root: str, author: str, bot: str, n: int, *, text: str = TEXT, mention: bool = True
+) -> bytes:
+    """A protocol-4 ``message_posted`` event frame (serialized ``RealtimeServerFrame``)."""
+    ev = pb.RealtimeEvent(id=eid, actor_id=author, cursor=f"rc:{n:012d}")
+    ev.created_at.FromSeconds(1_800_000_000 + n)
+    mp = ev.message_posted
+    mp.room_id, mp.thread_root_event_id, mp.body_plaintext = room, root, text
+    mp.room_kind = pb.ROOM_KIND_CHANNEL
+    if mention:
+        mp.mentions.add(direct=pb.DirectUserMention(user_id=bot), includes_viewer=True)
+    return pb.RealtimeServerFrame(event=ev).SerializeToString()
+
+
+def mattermost_frame(pid: str, channel: str, root: str, author: str, name: str, n: int, text: str = TEXT) -> str:
+    post = {
+        "id": pid,
+        "create_at": 1_800_000_000_000 + n,
+        "update_at": 1_800_000_000_000 + n,
+        "edit_at": 0,
+        "delete_at": 0,
+        "is_pinned": False,
+        "user_id": author,
+        "channel_id": channel,
+        "root_id": root,
+        "original_id": "",
+        "message": text,
+        "type": "",
+        "props": {"disable_group_highlight": True},
+        "hashtags": "",
+        "pending_post_id": "",
+        "reply_count": 0,
+        "metadata": {},
+    }
+    data = {
+        "channel_display_name": "Load",
+        "channel_name": "load",
+        "channel_type": "O",
+        "post": json.dumps(post),
+        "sender_name": "@" + name,
+        "set_online": True,
+        "team_id": "team0000000000000000000000",
+    }
+    frame = {"event": "posted", "data": data, "broadcast": {"channel_id": channel, "team_id": ""}, "seq": n}
+    return json.dumps(frame)
+
+
+async def run() -> None:
+    from _gateway import agent_result, start_gateway, stop_gateway
+    from _server_proc import ServerProcess
+    from hermes_chatto.frontier.service import ThreadFrontier
+    from hermes_chatto.wire.connect import encode_json
+    from hermes_chatto.wire.proto import chatto_pb2 as pb
+    from hermes_chatto.wire.realtime import _Conn
+
+    async def run_agent(message, source, session_key):
+        return agent_result("ok")
+
+    sp = ServerProcess(people=["bob", "carol"], rooms=9)
+    info = sp.start()
+    runner, adapter = await start_gateway(info["base"], info["bot_key"], info["general"], run_agent)
+    rt = adapter.conn.realtime
+    await asyncio.wait_for(rt.caught_up.wait(), 60)
+    bot = adapter.conn.bot_user_id
+    rooms = [info["general"], *info["rooms"]]
+    people = [(info["users"][p], p) for p in ("alice", "bob", "carol")]
+
+    got: list[str] = []
+
+    async def record(event: Any) -> None:
+        got.append(event.message_id)
+
+    adapter.handle_message = record
+    reads = ReadsFromMemory(adapter.conn.client)
+    adapter.conn.client = reads
+    frontier_on = adapter.conn.frontier
+    assert frontier_on is not None and frontier_on.enabled
+    frontier_off = ThreadFrontier(None, reads.get_thread_events, bot, window=0)
+
+    # Mattermost, built by its plugin's factory, wired like GatewayRunner.start
+    from gateway.config import Platform, PlatformConfig
+    from gateway.platforms.base import MessageEvent, MessageType
+    from plugins.platforms.mattermost.adapter import MattermostAdapter  # type: ignore[import-untyped]
+
+    mm = MattermostAdapter(PlatformConfig(enabled=True, token="mm-bench", extra={"url": "http://127.0.0.1:9"}))
+    mm._bot_user_id, mm._bot_username = "mmbot" + "0" * 21, "helper_bot"
+    mm._reply_mode = "thread"
+    mm.gateway_runner = runner
+    mm.set_message_handler(runner._handle_message)
+    mm.set_fatal_error_handler(runner._handle_adapter_fatal_error)
+    mm.set_session_store(runner.session_store)
+    mm.set_busy_session_handler(runner._handle_active_session_busy_message)
+    mm.set_authorization_check(runner._make_adapter_auth_check(Platform("mattermost")))
+    mm._busy_text_mode = runner._busy_text_mode
+    mm.handle_message = record
+
+    # THREADS threads per round, each bound to a runner session (as after its first turn); new
+    # ones every round, so a round's turns are the first 2,000 / THREADS of their threads (the
+    # handler here runs no turn, so a thread's ledger only grows: reusing threads across rounds
+    # would measure an ever longer unanswered thread)
+    threads: list[tuple[str, str]] = []
+
+    def new_threads(r: int) -> None:
+        threads.clear()
+        for t in range(THREADS):
+            room, root = rooms[t % len(rooms)], f"R{r:03d}{t:022d}"
+            threads.append((room, root))
+            uid, _name = people[t % len(people)]
+            src = adapter.build_source(chat_id=room, chat_type="group", user_id=uid, thread_id=root)
+            runner.session_store.get_or_create_session(src)
+            msrc = mm.build_source(chat_id=room, chat_type="channel", user_id=uid, thread_id=root)
+            runner.session_store.get_or_create_session(msrc)
+            root_msg = pb.Message(id=root, room_id=room, actor_id=uid, body="a thread")
+            reads.threads[(room, root)] = [root_msg]
+
+    new_threads(999)
+    seq = [0]
+
+    def batch(kind: str, addressed: bool = True) -> list[Any]:
+        """PER_ROUND new frames of ``kind`` (``chatto`` / ``mattermost``), their bodies staged.
+        Not ``addressed``: replies without a mention in threads the bot is not in."""
+        out: list[Any] = []
+        for _ in range(PER_ROUND):
+            n = seq[0] = seq[0] + 1
+            room, root = threads[n % THREADS]
+            uid, name = people[n % len(people)]
+            eid = f"E{n:025d}"
+            if not addressed:
+                other = f"Q{n % 997:025d}"  # a thread of people only
+                if kind == "mattermost":
+                    out.append(mattermost_frame(eid, room, other, uid, name, n, text="just people talking"))
+                else:
+                    out.append(
+                        chatto_frame(pb, eid, room, other, uid, bot, n, text="just people talking", mention=False)
+                    )
+                continue
+            if kind == "mattermost":
+                out.append(mattermost_frame(eid, room, root, uid, name, n))
+                continue
+            m = pb.Message(id=eid, room_id=room, actor_id=uid, body=TEXT, thread_root_event_id=root)
+            m.created_at.FromSeconds(1_800_000_000 + n)
+            reads.bodies[eid] = encode_json(pb.GetMessageResponse(message=m))
+            reads.threads[(room, root)].append(m)
+            del reads.threads[(room, root)][1:-60]
+            out.append(chatto_frame(pb, eid, room, root, uid, bot, n))
+        return out
+
+    live = _Conn(False)
+    live.accepted = live.live = True
+
+    async def feed_chatto(frames: list[bytes]) -> None:
+        for data in frames:
+            frame = rt._decode(data, live)
+            if frame is not None:
+                await rt._on_frame(frame, live)
+
+    from gateway.platforms.helpers import MessageDeduplicator
+
+    async def feed_mattermost(frames: list[str]) -> None:
+        # Its dedupe cache (max 2,000 ids for 5 min) is emptied before each batch: past 2,000
+        # ids every message rebuilds and sorts it (~0.4 ms); that steady state is "mm_steady".
+        mm._dedup = MessageDeduplicator()
+        for raw in frames:
+            await mm._handle_ws_event(json.loads(raw))
+
+    async def feed_mattermost_steady(frames: list[str]) -> None:
+        for raw in frames:
+            await mm._handle_ws_event(json.loads(raw))
+
+    async def feed_floor(frames: list[str]) -> None:
+        for raw in frames:
+            post = json.loads(json.loads(raw)["data"]["post"])  # the ids only; the floor is the two objects
+            src = mm.build_source(
+                chat_id=post["channel_id"], chat_type="channel", user_id=post["user_id"], thread_id=post["root_id"]
+            )
+            await record(MessageEvent(text=TEXT, message_type=MessageType.TEXT, source=src, message_id=post["id"]))
+
+    async def timed(feed: Any, frames: list[Any], expect: int | None = None) -> float:
+        await asyncio.sleep(0)
+        before = len(got)
+        t0 = time.process_time()
+        await feed(frames)
+        spent = time.process_time() - t0
+        if len(got) - before != (len(frames) if expect is None else expect):
+            raise RuntimeError(f"{len(got) - before} of {len(frames)} messages reached handle_message")
+        return spent * 1e6 / len(frames)
+
+    async def chatto_on(frames: list[bytes]) -> None:
+        adapter.conn.frontier = frontier_on
+        await feed_chatto(frames)
+
+    async def chatto_off(frames: list[bytes]) -> None:
+        adapter.conn.frontier = frontier_off
+        await feed_chatto(frames)
+
+    variants = {
+        "on": chatto_on,
+        "off": chatto_off,
+        "mm": feed_mattermost,
+        "floor": feed_floor,
+        "mm_steady": feed_mattermost_steady,
+    }
+    if os.environ.get("P3_PROFILE"):  # where the Chatto path's time goes (event loop thread only)
+        import cProfile
+        import pstats
+
+        which = os.environ["P3_PROFILE"]
+        await timed(variants[which], batch("chatto")[:200])
+        prof = cProfile.Profile()
+        frames_p = batch("chatto")
+        prof.enable()
+        await timed(variants[which], frames_p)
+        prof.disable()
+        pstats.Stats(prof).sort_stats(os.environ.get("P3_SORT", "cumulative")).print_stats(45)
+        return
+    # warm-up: every path once (imports, caches, the first author reads)
+    for name, feed in variants.items():
+        await timed(feed, batch("mattermost" if name.startswith(("mm", "floor")) else "chatto")[:200])
+    skip = {"on_skip": chatto_on, "mm_skip": feed_mattermost}
+    for name, feed in skip.items():
+        await timed(feed, batch("mattermost" if name == "mm_skip" else "chatto", False)[:200], 0)
+    per: dict[str, list[float]] = {k: [] for k in [*variants, *skip]}
+    order = list(variants)
+    c0, fr0 = dict(adapter.conn.counters), dict(frontier_on.counters)
+    r0 = dict(reads.reads)
+    for r in range(ROUNDS):
+        new_threads(r)
+        frames = {k: batch("mattermost" if k.startswith(("mm", "floor")) else "chatto") for k in variants}
+        for k in order[r % len(order) :] + order[: r % len(order)]:
+            per[k].append(await timed(variants[k], frames[k]))
+        for k in ("on_skip", "mm_skip") if r % 2 else ("mm_skip", "on_skip"):
+            per[k].append(await timed(skip[k], batch("mattermost" if k == "mm_skip" else "chatto", False), 0))
+        note(f"P3 round {r + 1}: " + ", ".join(f"{k} {per[k][-1]:.1f} µs" for k in per))
+    n_chatto = 2 * ROUNDS * PER_ROUND
+    dc = {k: v - c0.get(k, 0) for k, v in adapter.conn.counters.items() if v - c0.get(k, 0)}
+    dfr = {k: v - fr0.get(k, 0) for k, v in frontier_on.counters.items() if v - fr0.get(k, 0)}
+    note(f"P3: adapter counters over {n_chatto} Chatto messages: {dc}")
+    note(f"P3: frontier counters (context on, {ROUNDS * PER_ROUND} messages): {dfr}")
+    note(f"P3: reads answered from memory: { {k: v - r0[k] for k, v in reads.reads.items()} }")
+    adapter.conn.frontier = frontier_on
+    adapter.conn.client = reads._real
+    await stop_gateway(adapter)
+    sp.stop()
+
+    med = {k: statistics.median(v) for k, v in per.items()}
+    ratio_on = statistics.median(a / b for a, b in zip(per["on"], per["mm"], strict=True))
+    ratio_off = statistics.median(a / b for a, b in zip(per["off"], per["mm"], strict=True))
+    lo, hi = (
+        min(a / b for a, b in zip(per["on"], per["mm"], strict=True)),
+        max(a / b for a, b in zip(per["on"], per["mm"], strict=True)),
+    )
+    note(f"P3: ratio (context on) per round {lo:.2f}-{hi:.2f}; {ROUNDS} rounds of {PER_ROUND} messages")
+    emit(3, "chatto_us_per_message", med["on"], "µs", "-")
+    emit(3, "chatto_context_off_us_per_message", med["off"], "µs", "-")
+    emit(3, "mattermost_us_per_message", med["mm"], "µs", "-")
+    emit(3, "floor_us_per_message", med["floor"], "µs", "-")
+    emit(3, "mattermost_steady_us_per_message", med["mm_steady"], "µs", "-")
+    emit(3, "chatto_over_mattermost", ratio_on, "x", "<=1.0")
+    emit(3, "chatto_context_off_over_mattermost", ratio_off, "x", "-")
+    ratio_skip = statistics.median(a / b for a, b in zip(per["on_skip"], per["mm_skip"], strict=True))
+    emit(3, "chatto_not_for_bot_us_per_message", med["on_skip"], "µs", "-")
+    emit(3, "mattermost_not_for_bot_us_per_message", med["mm_skip"], "µs", "-")
+    emit(3, "chatto_not_for_bot_over_mattermost", ratio_skip, "x", "-")
+
+
+def main() -> None:
+    setup_hermes_home()
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()
