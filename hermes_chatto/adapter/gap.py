@@ -90,23 +90,23 @@ async def _no_author(user_id: str) -> ChattoUser | None:
 
 
 def render_earlier(conn: Conn) -> Render:
-    """The inert block of a DM's earlier messages: the frontier's renderer, its byte bound and
-    its window (``thread_context_window`` messages, the newest; a note counts the older ones;
-    0 = no block)."""
+    """The inert block of a DM's earlier missed messages: the frontier's renderer and its byte
+    bound (``thread_context_max_bytes``: long texts are shortened before any message is left
+    out).
+
+    Not cut to ``thread_context_window``: that bounds a thread's *context*, and what a thread
+    block leaves out stays readable (``chatto_read_thread``) or arrives with the next turn.
+    These are owed messages (everything in a DM is for the bot), a DM has no thread to read on
+    and this block is the only way they reach the agent: a window of 20 lost the 9 oldest of 30
+    DMs after a day down (bench P9)."""
     from ..frontier.render import render_block
 
     def render(messages: list[ChattoMessage]) -> str | None:
-        s = conn.settings
-        window = int(getattr(s, "thread_context_window", 20))
-        if window <= 0:
-            return None
-        shown = messages[-window:]
-        max_bytes = int(getattr(s, "thread_context_max_bytes", 8000))
+        max_bytes = int(getattr(conn.settings, "thread_context_max_bytes", 8000))
         text = render_block(
-            shown,
+            messages,
             bot_user_id=conn.bot_user_id,
             max_bytes=max_bytes,
-            older_omitted=len(messages) - len(shown),
             read_tool=False,  # a DM has no thread: chatto_read_thread cannot read it
         )
         return text or None

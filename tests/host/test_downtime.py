@@ -134,3 +134,28 @@ async def test_a_gateway_down_for_days_by_its_own_clock_still_recovers(gateway, 
     assert [c.message for c in gw2.agent.calls][0].endswith(missed.body)
     assert gw2.adapter.stats.get("gap_recovered", 0) == 1
     assert [c.reason for c in w.catchups[n:] if c.user_id == ids["bot"]] == ["no_cursor"]
+
+
+@pytest.mark.parametrize("window", [3, 0])
+async def test_a_dm_backlog_longer_than_the_context_window_is_not_lost(gateway, chatto_world, window):
+    """Bench P9 (1 day down) lost 9 of alice's 30 DMs: the DM's turn carried only the newest
+    ``thread_context_window`` (20) earlier messages and marked the rest seen. Every missed DM
+    is for the bot and a DM has no thread the agent could read on (``chatto_read_thread``
+    refuses DM sessions), so the window, which bounds a thread's *context*, does not cut owed
+    messages (0 neither): one turn, every missed DM in it once."""
+    extra = {"thread_context_window": window}
+    gw = await gateway(extra=extra)
+    w, ids = gw.world, gw.ids
+    await _open_thread(gw)
+    await gw.stop()
+    chatto_world.advance_clock(86400)
+    missed = [w.post(ids["alice"], ids["dm"], f"while down: question number {k}") for k in range(8)]
+
+    gw2 = await gateway(extra=extra)
+    await idle(gw2, turns=1, timeout=60)
+    calls = gw2.agent.calls
+    assert len(calls) == 1, [c.message[-80:] for c in calls]
+    assert calls[0].message.endswith(missed[-1].body)
+    for m in missed:  # 0 lost, 0 twice
+        assert calls[0].message.count(m.body) == 1, (f"lost or twice: {m.body!r}", calls[0].message)
+    assert "not shown" not in calls[0].message
