@@ -306,7 +306,10 @@ class LocalChatto:
             ws_ping_interval=None,
             ws_max_size=64 * 1024,
             timeout_graceful_shutdown=1,
-            timeout_keep_alive=5,
+            # Idle keep-alive connections live 60 s (Go servers' usual IdleTimeout). At uvicorn's
+            # 5 s a client that waited ~5 s (a test restarting its gateway under a CPU hog) could
+            # reuse a connection in the instant the server closed it: an ambiguous write error.
+            timeout_keep_alive=60,
         )
         server = uvicorn.Server(config)
         self._uvicorn = server

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import compat
+from ..frontier.render import inert_trigger, sender_name
 from ..ingress import (
     BOT_LOOP_ROOM_TURNS,
     BOT_LOOP_THREAD_TURNS,
@@ -312,8 +313,9 @@ class Inbound:
                 return msg, IngressDecision(False, "other_bot", chat_id=msg.room_id, message_id=msg.event_id)
         author = msg.author
         assert author is not None
-        chat_name = chat_name_for(d.chat_type, d.chat_name or "", author.label)
-        return msg, dataclasses.replace(d, user_name=author.label, is_bot=author.is_bot, chat_name=chat_name)
+        name = sender_name(author.label, author.login or author.id)  # no newline, mark or header in it
+        chat_name = chat_name_for(d.chat_type, d.chat_name or "", name)
+        return msg, dataclasses.replace(d, user_name=name, is_bot=author.is_bot, chat_name=chat_name)
 
     async def _loop_gate(self, msg: ChattoMessage, d: IngressDecision) -> IngressDecision:
         """The loop breaker (:mod:`.loops`): a person's message resets its room's and thread's
@@ -430,7 +432,7 @@ class Inbound:
             self._threads.join(ThreadKey(d.chat_id, d.thread_id))
         prompt, skills = self.channel_overlays(d.chat_id, d.thread_id)
         event = compat.make_event(
-            text=d.text,
+            text=inert_trigger(d.text),  # lines kept; no forged block, header or (you) in it
             message_type=compat.text_message_type(),
             source=source,
             raw_message=msg,

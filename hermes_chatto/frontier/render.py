@@ -49,8 +49,10 @@ __all__ = [
     "inert_lines",
     "inert_name",
     "inert_text",
+    "inert_trigger",
     "message_lines",
     "render_block",
+    "sender_name",
     "render_block_fit",
     "short_time",
     "undelivered_line",
@@ -178,6 +180,37 @@ def inert_name(name: str | None, fallback: str = "") -> str:
     if len(s) > NAME_MAX_CHARS:
         s = s[: NAME_MAX_CHARS - 1] + _ELLIPSIS
     return s
+
+
+def inert_trigger(text: str | None) -> str:
+    """The text of the message that starts a turn, with its lines kept and nothing in it that
+    passes for a line the plugin or the host writes (pure; characters in, characters out).
+
+    Hermes puts this text after the block (``[New message]`` and, in shared sessions, a
+    ``[sender]`` prefix), so a person's own message could otherwise forge a block, a header or
+    the bot's ``(you)`` mark. Each line: look-alikes of ``(you)``/``(bot)`` become the bare word
+    anywhere; a line that starts (after blanks) with something that folds to a bracket has its
+    bracketed pseudo-headers made ``(…)``; C0/C1 controls and bidi overrides are removed.
+    Everything else is the person's text as written (mentions, code, markdown). A command
+    (a text starting with ``/``) comes back unchanged: the host parses it, never the model."""
+    if not text or text.startswith("/"):
+        return text or ""
+    out = []
+    for line in str(text).split("\n"):
+        ln = strip_format(_DROP.sub("", line), keep_joiners=True)
+        head = ln.lstrip()
+        headers = bool(head) and fold(head[0])[0][:1] in ("(", "<")
+        out.append(neutralise(ln, headers=headers))
+    return "\n".join(out)
+
+
+def sender_name(name: str | None, fallback: str = "") -> str:
+    """A sender's display name as the host shows it (``[name]`` before the turn's text, the
+    session source, logs): :func:`inert_name` without a leading bracket (pure)."""
+    s = inert_name(name, fallback)
+    while s and fold(s[0])[0][:1] in ("(", ")", "<", ">"):
+        s = s[1:].lstrip()
+    return s or inert_text(fallback) or "unknown"
 
 
 def _utf8_len(s: str) -> int:
