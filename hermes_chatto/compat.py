@@ -280,6 +280,25 @@ class _Lineage(Protocol):
     def get(self, key: str, default: Any, /) -> Any: ...
 
 
+def _entry_now(session_store: Any, session_key: str) -> Any:
+    """0.19.0 ``SessionStore._entries[session_key]`` read on the event loop, only when the store
+    is ``_loaded`` and its ``_lock`` is free right now: the entry, ``None`` (no entry) or
+    :data:`UNKNOWN` (ask off the loop). Never raises."""
+    entries = getattr(session_store, "_entries", None)
+    lock = getattr(session_store, "_lock", None)
+    if not isinstance(entries, dict) or lock is None or getattr(session_store, "_loaded", None) is not True:
+        return UNKNOWN
+    try:
+        if not lock.acquire(blocking=False):
+            return UNKNOWN
+        try:
+            return entries.get(session_key)
+        finally:
+            lock.release()
+    except Exception:
+        return UNKNOWN
+
+
 def session_id_now(session_store: Any, session_key: str, lineage: _Lineage) -> str | None | _Unknown:
     """:func:`session_id_for` from memory only, on the event loop: the entry read from
     0.19.0 ``SessionStore._entries`` when the store is loaded (``_loaded``) and its ``_lock``
@@ -292,18 +311,8 @@ def session_id_now(session_store: Any, session_key: str, lineage: _Lineage) -> s
         return None
     if callable(getattr(session_store, "lookup_by_session_key", None)):
         return UNKNOWN  # a newer host: its lookup may read the database
-    entries = getattr(session_store, "_entries", None)
-    lock = getattr(session_store, "_lock", None)
-    if not isinstance(entries, dict) or lock is None or getattr(session_store, "_loaded", None) is not True:
-        return UNKNOWN
-    try:
-        if not lock.acquire(blocking=False):
-            return UNKNOWN
-        try:
-            entry = entries.get(session_key)
-        finally:
-            lock.release()
-    except Exception:
+    entry = _entry_now(session_store, session_key)
+    if entry is UNKNOWN:
         return UNKNOWN
     sid = getattr(entry, "session_id", None) if entry is not None else None
     if not sid:
@@ -320,18 +329,8 @@ def session_exists_now(session_store: Any, session_key: str) -> bool | _Unknown:
     loop). Never raises."""
     if session_store is None or not session_key:
         return False
-    entries = getattr(session_store, "_entries", None)
-    lock = getattr(session_store, "_lock", None)
-    if not isinstance(entries, dict) or lock is None or getattr(session_store, "_loaded", None) is not True:
-        return UNKNOWN
-    try:
-        if not lock.acquire(blocking=False):
-            return UNKNOWN
-        try:
-            entry = entries.get(session_key)
-        finally:
-            lock.release()
-    except Exception:
+    entry = _entry_now(session_store, session_key)
+    if entry is UNKNOWN:
         return UNKNOWN
     return bool(getattr(entry, "session_id", None)) if entry is not None else False
 

@@ -41,6 +41,7 @@ import asyncio
 import contextvars
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from .logs import get_logger
@@ -189,26 +190,42 @@ def chatto_send_message(args: dict, **_kw: Any) -> str:
     files, bad = _files_of(args)
     if bad:
         return json.dumps({"error": f"refused: not a file the bot may send: {', '.join(bad)}"})
-    from .adapter import live_adapter
-
-    adapter = live_adapter()
-    loop = adapter.loop if adapter is not None else None
     try:
-        if adapter is not None and loop is not None and loop.is_running():
-            try:
-                running = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
-            if running is loop:
-                return json.dumps({"error": "refused: chatto_send_message cannot block the gateway loop"})
-            fut = asyncio.run_coroutine_threadsafe(_send_live(adapter, room, text, thread_id, files), loop)
-            result = fut.result(TOOL_TIMEOUT_S)
-        else:
-            result = _run_sync(_send_standalone(room, text, thread_id, files), TOOL_TIMEOUT_S)
+        result = _on_gateway(
+            "chatto_send_message",
+            lambda adapter: _send_live(adapter, room, text, thread_id, files),
+            lambda: _send_standalone(room, text, thread_id, files),
+        )
+    except _LoopRefused as e:
+        return json.dumps({"error": str(e)})
     except Exception as e:  # noqa: BLE001 - the model gets a refusal, never a traceback
         logger.warning("chatto_send_message failed: %s", type(e).__name__)
         result = {"error": f"refused: {type(e).__name__}: {e}"}
     return json.dumps(result, ensure_ascii=False)
+
+
+class _LoopRefused(Exception):
+    """A tool was called on the gateway's own event loop, where waiting would deadlock it."""
+
+
+def _on_gateway(name: str, live: Callable[[Any], Any], standalone: Callable[[], Any]) -> Any:
+    """Run a tool's work: ``live(adapter)`` (a coroutine) on the live adapter's loop when this
+    profile's gateway runs here, else ``standalone()`` on a private loop; waits at most
+    :data:`TOOL_TIMEOUT_S` seconds. Raises :class:`_LoopRefused` when called on the gateway
+    loop itself, and whatever the work raises."""
+    from .adapter import live_adapter
+
+    adapter = live_adapter()
+    loop = adapter.loop if adapter is not None else None
+    if adapter is not None and loop is not None and loop.is_running():
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            raise _LoopRefused(f"refused: {name} cannot block the gateway loop")
+        return asyncio.run_coroutine_threadsafe(live(adapter), loop).result(TOOL_TIMEOUT_S)
+    return _run_sync(standalone(), TOOL_TIMEOUT_S)
 
 
 def _files_of(args: dict) -> tuple[list, list[str]]:
@@ -330,22 +347,15 @@ def chatto_read_thread(args: dict, **_kw: Any) -> str:
         "offset": max(0, offset),
         "limits": _read_limits(),
     }
-    from .adapter import live_adapter
-
-    adapter = live_adapter()
-    loop = adapter.loop if adapter is not None else None
     try:
-        if adapter is not None and loop is not None and loop.is_running():
-            try:
-                running = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
-            if running is loop:
-                return json.dumps({"error": f"refused: {READ_TOOL_NAME} cannot block the gateway loop"})
-            fut = asyncio.run_coroutine_threadsafe(adapter.read_thread(room, root, **kw), loop)
-            result = _read_result(fut.result(TOOL_TIMEOUT_S), root)
-        else:
-            result = _read_result(_run_sync(_read_standalone(room, root, kw), TOOL_TIMEOUT_S), root)
+        page = _on_gateway(
+            READ_TOOL_NAME,
+            lambda adapter: adapter.read_thread(room, root, **kw),
+            lambda: _read_standalone(room, root, kw),
+        )
+        result = _read_result(page, root)
+    except _LoopRefused as e:
+        return json.dumps({"error": str(e)})
     except Exception as e:  # noqa: BLE001 - the model gets a refusal, never a traceback
         logger.warning("%s failed: %s", READ_TOOL_NAME, type(e).__name__)
         result = {"error": f"refused: {type(e).__name__}: {e}"}
