@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import compat
+from ..frontier.render import sender_name
 from ..ingress import IngressDecision, Reaction, decide_reaction
 from ..logs import get_logger
 from ..wire.errors import ChattoError, ChattoNotFound
@@ -106,7 +107,7 @@ class ReactionTriggers:
             if await inbound._threads.bot_in_thread(msg.thread, lambda: inbound._has_session(msg)):
                 d = decide_reaction(r, inbound.ctx_for(room, msg, True), triggers)
         if d.dispatch and user is not None:
-            d = dataclasses.replace(d, user_name=user.label)
+            d = dataclasses.replace(d, user_name=sender_name(user.label, user.login or user.id))
         return d, msg
 
     async def _read(self, ev: ReactionChanged) -> ChattoMessage | None:
