@@ -55,7 +55,9 @@ class ReadsFromMemory:
 
     def __init__(self, real: Any) -> None:
         self._real = real
-        self.bodies: dict[str, bytes] = {}  # event id -> GetMessageResponse JSON
+        #: event id -> (GetMessageResponse JSON, its pb.Message, (room, root) or None); a message
+        #: joins its thread's page when it is read (a thread read holds what was posted before)
+        self.bodies: dict[str, tuple[bytes, Any, tuple[str, str] | None]] = {}
         self.threads: dict[tuple[str, str], list[Any]] = {}  # (room, root) -> pb.Message list
         self.reads = {"GetMessage": 0, "GetThreadEvents": 0}
 
@@ -76,7 +78,14 @@ class ReadsFromMemory:
                 return message_from_pb(decode_json(pb.GetMessageResponse, body).message)
 
         self.reads["GetMessage"] += 1
-        body = self.bodies.pop(event_id, None)
+        staged = self.bodies.pop(event_id, None)
+        body = None
+        if staged is not None:  # the message is posted now: its thread holds it from here on
+            body, msg, thread = staged
+            if thread is not None:
+                posted = self.threads.setdefault(thread, [])
+                posted.append(msg)
+                del posted[1:-60]
         if body is None:  # a root read for its author (threads.root_is_own): a person's
             self.reads["unstaged"] = self.reads.get("unstaged", 0) + 1
             return ChattoMessage(event_id=event_id, room_id=room_id, author_id="Uperson", body="")
@@ -231,9 +240,7 @@ async def run() -> None:
                 continue
             m = pb.Message(id=eid, room_id=room, actor_id=uid, body=TEXT, thread_root_event_id=root)
             m.created_at.FromSeconds(1_800_000_000 + n)
-            reads.bodies[eid] = encode_json(pb.GetMessageResponse(message=m))
-            reads.threads[(room, root)].append(m)
-            del reads.threads[(room, root)][1:-60]
+            reads.bodies[eid] = (encode_json(pb.GetMessageResponse(message=m)), m, (room, root))
             out.append(chatto_frame(pb, eid, room, root, uid, bot, n))
         return out
 
@@ -267,12 +274,35 @@ async def run() -> None:
             )
             await record(MessageEvent(text=TEXT, message_type=MessageType.TEXT, source=src, message_id=post["id"]))
 
+    import gc
+
+    gcs: list[tuple[int, float]] = []
+    gc_t0 = [0.0]
+
+    def gc_cb(phase: str, info: dict) -> None:
+        if phase == "start":
+            gc_t0[0] = time.process_time()
+        else:
+            gcs.append((info["generation"], time.process_time() - gc_t0[0]))
+
+    gc.callbacks.append(gc_cb)
+
     async def timed(feed: Any, frames: list[Any], expect: int | None = None) -> float:
         await asyncio.sleep(0)
         before = len(got)
-        t0 = time.process_time()
+        gcs.clear()
+        t0, th0 = time.process_time(), time.thread_time()
         await feed(frames)
         spent = time.process_time() - t0
+        if os.environ.get("P3_THREADS"):
+            g = [0.0, 0.0, 0.0]
+            cnt = [0, 0, 0]
+            for gen, dt in gcs:
+                g[gen] += dt
+                cnt[gen] += 1
+            note(
+                f"{getattr(feed, '__name__', feed)}: loop thread {(time.thread_time() - th0) * 1e6 / len(frames):.1f} µs, all {spent * 1e6 / len(frames):.1f} µs; gc per msg µs {[round(x * 1e6 / len(frames), 1) for x in g]} counts {cnt}"
+            )
         if len(got) - before != (len(frames) if expect is None else expect):
             raise RuntimeError(f"{len(got) - before} of {len(frames)} messages reached handle_message")
         return spent * 1e6 / len(frames)
@@ -299,11 +329,89 @@ async def run() -> None:
         which = os.environ["P3_PROFILE"]
         await timed(variants[which], batch("chatto")[:200])
         prof = cProfile.Profile()
-        frames_p = batch("chatto")
+        new_threads(998)  # a round's mix: one turn in ten is its thread's first
+        frames_p = batch("chatto")[: 200 if os.environ.get("P3_FIRST") else None]
         prof.enable()
         await timed(variants[which], frames_p)
         prof.disable()
         pstats.Stats(prof).sort_stats(os.environ.get("P3_SORT", "cumulative")).print_stats(45)
+        return
+    if os.environ.get("P3_STAGES"):  # CPU (loop thread) per stage, nested stages included in their callers
+        import functools
+
+        spent: dict[str, float] = {}
+
+        def wrap(obj: Any, name: str, label: str) -> None:
+            fn = getattr(obj, name)
+
+            @functools.wraps(fn)
+            async def timed_stage(*a: Any, **k: Any) -> Any:
+                t = time.thread_time()
+                try:
+                    return await fn(*a, **k)
+                finally:
+                    spent[label] = spent.get(label, 0.0) + time.thread_time() - t
+
+            setattr(obj, name, timed_stage)
+
+        def wrap_sync(obj: Any, name: str, label: str) -> None:
+            fn = getattr(obj, name)
+
+            @functools.wraps(fn)
+            def timed_stage(*a: Any, **k: Any) -> Any:
+                t = time.thread_time()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    spent[label] = spent.get(label, 0.0) + time.thread_time() - t
+
+            setattr(obj, name, timed_stage)
+
+        ib = adapter.inbound
+        for nm in ("on_new_message", "_decide", "_author", "_loop_gate", "_read_full", "_hand_over", "dispatch"):
+            wrap(ib, nm, nm)
+        wrap(ib._rooms, "fetch", "rooms.fetch")
+        wrap(ib._turns, "start_turn", "turns.start_turn")
+        wrap(ib._turns, "session_id", "turns.session_id")
+        wrap(ib.durable, "_durable", "durable")
+        wrap(ib._rescue, "rescue", "rescue")
+        wrap_sync(ib, "_observe", "_observe")
+        wrap_sync(ib, "channel_overlays", "channel_overlays")
+        wrap_sync(adapter, "build_source", "build_source")
+        wrap_sync(adapter, "session_key_for", "session_key_for")
+        wrap(rt, "_on_frame", "rt._on_frame")
+        if os.environ.get("P3_FRONTIER_STAGES"):
+            import hermes_chatto.frontier.service as fsvc
+            from hermes_chatto.frontier import ledger as fled
+
+            fo = frontier_on
+            wrap(fo, "_state_for", "f._state_for")
+            wrap(fo._reader, "block", "f.block")
+            wrap_sync(fo._reader, "_render", "f._render")
+            wrap_sync(fled.SessionLedger, "stage", "ledger.stage")
+            wrap_sync(fled.SessionLedger, "reached", "ledger.reached")
+            wrap_sync(fled.SessionLedger, "take_trigger", "ledger.take_trigger")
+            wrap_sync(fsvc, "plan_read", "plan_read")
+            wrap_sync(fo, "observe", "f.observe")
+        which = os.environ["P3_STAGES"]
+        await timed(chatto_on, batch("chatto")[:200])
+        new_threads(995)
+        fr = batch("chatto")
+        spent.clear()
+        t = time.thread_time()
+        await (chatto_on if which == "on" else chatto_off)(fr)
+        total = time.thread_time() - t
+        note(f"total {total * 1e6 / len(fr):.1f} µs/msg")
+        for k, v in sorted(spent.items(), key=lambda kv: -kv[1]):
+            note(f"  {k:22s} {v * 1e6 / len(fr):7.1f} µs/msg")
+        return
+    if os.environ.get("P3_SLICES"):
+        await timed(chatto_on, batch("chatto")[:200])
+        for w in ("on", "off"):
+            new_threads(997 if w == "on" else 996)
+            fr = batch("chatto")
+            for i in range(0, len(fr), 200):
+                await timed(chatto_on if w == "on" else chatto_off, fr[i : i + 200])
         return
     # warm-up: every path once (imports, caches, the first author reads)
     for name, feed in variants.items():

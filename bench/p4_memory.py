@@ -114,7 +114,7 @@ async def run() -> None:
             if addressed:
                 m = pb.Message(id=eid, room_id=room, actor_id=uid, body=text, thread_root_event_id=root)
                 m.created_at.FromSeconds(1_800_000_000 + n)
-                reads.bodies[eid] = encode_json(pb.GetMessageResponse(message=m))
+                reads.bodies[eid] = (encode_json(pb.GetMessageResponse(message=m)), m, None)
             data = chatto_frame(pb, eid, room, root, uid, bot, n, text=text, mention=mention)
             frame = rt._decode(data, live)
             if frame is not None:

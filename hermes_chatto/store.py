@@ -56,6 +56,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .logs import get_logger
 
@@ -80,6 +81,10 @@ _BUSY_MS = 10_000
 #: (seconds; 180 days). Such a thread, if it ever speaks again, is seeded afresh.
 FRONTIER_MAX_AGE = 180 * 86_400.0
 
+# ``seen.seq`` is a plain rowid (no AUTOINCREMENT, whose ``sqlite_sequence`` row is one more
+# page written per commit: ~30 % of the on-loop commit, ``make bench`` P3): a new row's seq is
+# the largest + 1, and the prune only ever deletes the oldest rows, so seq stays in arrival
+# order. Files made before keep their AUTOINCREMENT table; both behave the same.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS frontier (
     session_key TEXT PRIMARY KEY,
@@ -97,7 +102,7 @@ CREATE TABLE IF NOT EXISTS realtime_cursor (
     updated_at  REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS seen (
-    seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq      INTEGER PRIMARY KEY,
     event_id TEXT NOT NULL UNIQUE,
     seen_at  REAL NOT NULL
 );
@@ -345,12 +350,32 @@ class FrontierStore:
         """The row for ``session_key`` or ``None``. A row whose ``held`` / ``owed`` column is
         not valid JSON loads with that column empty."""
         with self._lock:
-            cur = self._conn.execute(
-                "SELECT session_key, session_id, room_id, root_id, cursor, held, updated_at, owed "
-                "FROM frontier WHERE session_key = ?",
-                (session_key,),
-            )
-            r = cur.fetchone()
+            r = self._select(session_key)
+        return self._row(r)
+
+    def load_now(self, session_key: str) -> FrontierRow | None | bool:
+        """:meth:`load` on the calling thread (the event loop) when that needs no wait: the
+        store's lock is free right now (no save in flight). ``False`` when it is not (call
+        :meth:`load` off the loop). One primary-key ``SELECT`` (a WAL reader takes no lock a
+        writer holds). Raises ``sqlite3.Error`` as :meth:`load` does."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            r = self._select(session_key)
+        finally:
+            self._lock.release()
+        return self._row(r)
+
+    def _select(self, session_key: str) -> Any:
+        cur = self._conn.execute(
+            "SELECT session_key, session_id, room_id, root_id, cursor, held, updated_at, owed "
+            "FROM frontier WHERE session_key = ?",
+            (session_key,),
+        )
+        return cur.fetchone()
+
+    @staticmethod
+    def _row(r: Any) -> FrontierRow | None:
         if r is None:
             return None
         return FrontierRow(
@@ -579,8 +604,7 @@ class SeenStore:
         try:
             conn.execute("BEGIN")
             # One multi-row INSERT per SEEN_FLUSH_AT ids instead of one statement per id
-            # (executemany): same rows and seq order, less per-row work (AUTOINCREMENT
-            # bookkeeping, bindings).
+            # (executemany): same rows and seq order, less per-row work (bindings).
             for i in range(0, len(pending), SEEN_FLUSH_AT):
                 chunk = pending[i : i + SEEN_FLUSH_AT]
                 cur = conn.execute(

@@ -16,7 +16,6 @@ A dispatch becomes ``host.build_source(...)`` (always — it stamps the routed p
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -36,7 +35,7 @@ from ..ingress import (
 from ..logs import get_logger
 from ..wire import events as E
 from ..wire.errors import ChattoError, ChattoNotFound
-from ..wire.types import ChattoMessage, ChattoRoom, ThreadKey
+from ..wire.types import ChattoMessage, ChattoRoom, ThreadKey, evolve
 from .boundary import ErrorBoundary
 from .conn import Conn
 from .durable import DurableGate
@@ -45,6 +44,7 @@ from .gap import GapRecovery
 from .loops import BotLoopBreaker
 from .media import InboundMedia
 from .rooms import RoomDirectory
+from .senders import SenderVerdicts
 from .threads import ThreadIndex
 from .turns import TurnTracker
 from .users import UserDirectory
@@ -137,6 +137,8 @@ class Inbound:
         )
         #: reactions that start turns (``reaction_triggers``), set by the facade
         self.reaction_triggers: Any = None
+        #: the host's verdicts on senders, reused for a moment (:mod:`.senders`)
+        self.senders = SenderVerdicts(host)
 
     async def on_event(self, ev: Any) -> None:
         """Dispatch one typed realtime event (never raises: a bad event must not kill the socket)."""
@@ -308,14 +310,14 @@ class Inbound:
             author = await self._users.fetch(msg.author_id)
             if author is None:
                 return msg, d
-            msg = dataclasses.replace(msg, author=author)
+            msg = evolve(msg, author=author)
             if bot_gate(msg, d.reason, self.ctx_for(room, msg)) is None:
                 return msg, IngressDecision(False, "other_bot", chat_id=msg.room_id, message_id=msg.event_id)
         author = msg.author
         assert author is not None
         name = sender_name(author.label, author.login or author.id)  # no newline, mark or header in it
         chat_name = chat_name_for(d.chat_type, d.chat_name or "", name)
-        return msg, dataclasses.replace(d, user_name=name, is_bot=author.is_bot, chat_name=chat_name)
+        return msg, evolve(d, user_name=name, is_bot=author.is_bot, chat_name=chat_name)
 
     async def _loop_gate(self, msg: ChattoMessage, d: IngressDecision) -> IngressDecision:
         """The loop breaker (:mod:`.loops`): a person's message resets its room's and thread's
@@ -371,7 +373,7 @@ class Inbound:
                 exc,
             )
             return None
-        return dataclasses.replace(full, author=thin.author, mentions_viewer=thin.mentions_viewer)
+        return evolve(full, author=thin.author, mentions_viewer=thin.mentions_viewer)
 
     async def on_new_message(self, msg: ChattoMessage, *, thin: bool = False, context: str | None = None) -> None:
         """Ingress for one new message, then build the source/event and hand it to the host.
@@ -393,7 +395,7 @@ class Inbound:
                 d = IngressDecision(False, why or "unreadable", chat_id=msg.room_id, message_id=msg.event_id)
             else:
                 msg = full
-                d = dataclasses.replace(d, text=msg.body or "")
+                d = evolve(d, text=msg.body or "")
         if not d.dispatch:
             self._conn.counters["dropped"] += 1
             logger.debug("Chatto: drop %s (%s)", msg.event_id, d.reason)
@@ -422,7 +424,7 @@ class Inbound:
         if d.thread_id:
             key = self._host.session_key_for(source)
             self._turns.remember_trigger(msg.event_id, key)
-            if compat.is_sender_authorized(self._host, d.user_id, d.chat_type, d.chat_id) is not False:
+            if self.senders.allowed(d.user_id, d.chat_type, d.chat_id):
                 start = await self._turns.start_turn(key, msg, True)
                 if start.duplicate:  # an earlier block of this session carried it already
                     self._conn.counters["dropped"] += 1
@@ -481,6 +483,8 @@ class Inbound:
     async def dispatch(self, event: Any) -> None:
         """``handle_message`` plus the 0.19.0 orphan guard (:class:`OrphanRescue`)."""
         await self._host.handle_message(event)
+        if not compat.pending_messages(self._host):  # nothing queued: nothing can be orphaned
+            return
         try:
             key = self._turns.guard_key(event.source)
         except Exception:  # noqa: BLE001 - no guard key: nothing can be orphaned under it

@@ -296,3 +296,49 @@ def test_write_now_on_a_full_disk_raises_and_keeps_the_ids_queued(tmp_path):
     assert s.write_now() is True and not s.health.failing
     s.close()
     assert "E1" in SeenStore(p, limit=1000)
+
+
+def test_load_now_reads_a_row_on_the_callers_thread_unless_a_save_holds_the_store(tmp_path):
+    store = FrontierStore(tmp_path / "s.db")
+    store.save(FrontierRow(session_key="k", session_id="s1", room_id="R", root_id="T", cursor="E5"))
+    row = store.load_now("k")
+    assert isinstance(row, FrontierRow) and row.cursor == "E5" and row == store.load("k")
+    assert store.load_now("missing") is None
+    with store._lock:  # a save in flight on the writer thread
+        assert store.load_now("k") is False  # never waited for: the caller reads off the loop
+    store.close()
+
+
+def test_a_seen_table_made_with_autoincrement_keeps_working_and_keeps_the_newest(tmp_path):
+    """Files made before the plain-rowid schema keep their AUTOINCREMENT ``seen`` table."""
+    path = tmp_path / "s.db"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE seen (seq INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL UNIQUE, seen_at REAL NOT NULL)"
+        )
+        db.executemany("INSERT INTO seen (event_id, seen_at) VALUES (?, 1.0)", [(f"old{i}",) for i in range(5)])
+    s = SeenStore(path, limit=6)
+    for i in range(4):
+        s.add(f"new{i}")
+    s.flush()
+    s.close()
+    s = SeenStore(path, limit=6)
+    assert all(f"new{i}" in s for i in range(4)) and "old4" in s and "old0" not in s
+    s.close()
+
+
+def test_seen_rows_keep_arrival_order_across_prunes_with_a_plain_rowid(tmp_path):
+    path = tmp_path / "s.db"
+    s = SeenStore(path, limit=10)
+    for i in range(40):
+        s.add(f"e{i:03d}")
+        s.flush()
+    s.close()
+    with sqlite3.connect(path) as db:
+        sql = db.execute("SELECT sql FROM sqlite_master WHERE name = 'seen'").fetchone()[0]
+        ids = [r[0] for r in db.execute("SELECT event_id FROM seen ORDER BY seq")]
+    assert "AUTOINCREMENT" not in sql
+    assert ids == sorted(ids) and ids[-1] == "e039" and len(ids) <= 10 + 40
+    s = SeenStore(path, limit=10)
+    assert all(f"e{i:03d}" in s for i in range(30, 40)) and "e000" not in s
+    s.close()
