@@ -396,10 +396,12 @@ async def run() -> None:
         which = os.environ["P3_STAGES"]
         await timed(chatto_on, batch("chatto")[:200])
         new_threads(995)
-        fr = batch("chatto")
+        fr = batch("chatto", which != "skip")
+        wrap(ib, "_has_session", "_has_session")
+        wrap_sync(rt, "_decode", "rt._decode")
         spent.clear()
         t = time.thread_time()
-        await (chatto_on if which == "on" else chatto_off)(fr)
+        await (chatto_off if which == "off" else chatto_on)(fr)
         total = time.thread_time() - t
         note(f"total {total * 1e6 / len(fr):.1f} µs/msg")
         for k, v in sorted(spent.items(), key=lambda kv: -kv[1]):

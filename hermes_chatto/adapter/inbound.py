@@ -261,14 +261,15 @@ class Inbound:
             with self._boundary.guard("frontier.observe"):
                 frontier.observe(msg, True)
 
-    async def _has_session(self, msg: ChattoMessage) -> bool:
+    async def _has_session(self, msg: ChattoMessage) -> bool | None:
         """Whether the sender already has a runner session for ``msg``'s thread: from the
-        store's memory on the loop (every reply in a thread the bot is not in asks), off the
-        loop only when that cannot tell at once."""
+        store's memory on the loop (a reply in a thread the bot is not in asks once per
+        sender: :attr:`ThreadIndex.sessionless`), off the loop only when that cannot tell at
+        once. ``None``: cannot tell (no store wired yet, the lookup failed)."""
         store = compat.session_store(self._host)
         peek = getattr(store, "peek_session_id", None)
         if not callable(peek):
-            return False
+            return None
         try:
             probe = self._host.build_source(
                 chat_id=msg.room_id, chat_type="group", user_id=msg.author_id, thread_id=msg.thread_root_event_id
@@ -279,14 +280,14 @@ class Inbound:
                 return now
             return bool(await asyncio.to_thread(peek, key))
         except Exception:  # noqa: BLE001 - unknown: fall back to the root's author
-            return False
+            return None
 
     async def _decide(self, msg: ChattoMessage, room: ChattoRoom | None, *, mark_seen: bool = True) -> IngressDecision:
         seen = self._conn.seen
         d = decide(msg, self.ctx_for(room, msg), seen if mark_seen else None, mark_seen=mark_seen)
         strict = bool(getattr(self._conn.settings, "thread_require_mention", False))
         if not d.dispatch and d.reason == "not_addressed" and msg.thread_root_event_id and not strict:
-            if await self._threads.bot_in_thread(msg.thread, lambda: self._has_session(msg)):
+            if await self._threads.bot_in_thread(msg.thread, lambda: self._has_session(msg), msg.author_id):
                 d = decide(msg, self.ctx_for(room, msg, True), None)
         return d
 

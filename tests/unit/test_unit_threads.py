@@ -113,3 +113,29 @@ def test_resolve_thread_root_for_the_standalone_sender():
     assert asyncio.run(resolve_thread_root(client, ch, "Egone")) == "Egone"
     assert asyncio.run(resolve_thread_root(client, dm, "Ereply")) == ""
     assert asyncio.run(resolve_thread_root(client, ch, None)) == ""
+
+
+def test_a_sender_without_a_session_is_asked_once_per_thread_until_the_bot_joins():
+    """A reply not for the bot in a thread it is not in asks the host's session store once per
+    sender and thread; "cannot tell" is asked again; a turn there (join) answers at once."""
+    idx = _index(Client(_msg("Ehuman")))
+    key = ThreadKey("R", "Ehuman")
+    asked: list[str] = []
+    answer: dict[str, bool | None] = {"Ubob": False, "Ucarol": None}
+
+    def has_session(who):
+        async def ask():
+            asked.append(who)
+            return answer[who]
+
+        return ask
+
+    for _ in range(3):
+        assert asyncio.run(idx.bot_in_thread(key, has_session("Ubob"), "Ubob")) is False
+        assert asyncio.run(idx.bot_in_thread(key, has_session("Ucarol"), "Ucarol")) is False
+    assert asked.count("Ubob") == 1  # remembered
+    assert asked.count("Ucarol") == 3  # cannot tell: not remembered
+    answer["Ucarol"] = True  # the store was wired meanwhile and has her session
+    assert asyncio.run(idx.bot_in_thread(key, has_session("Ucarol"), "Ucarol")) is True
+    assert asyncio.run(idx.bot_in_thread(key, has_session("Ubob"), "Ubob")) is True  # joined: everyone
+    assert asked.count("Ubob") == 1
