@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar, cast
+from urllib.request import getproxies
 
 import httpx
 from google.protobuf import json_format
@@ -284,6 +285,24 @@ def _never_sent(exc: BaseException) -> bool:
 # ------------------------------------------------------------------------ client
 
 
+class _VerifiedOnFirstUse(httpx.AsyncBaseTransport):
+    """The https:// transport of a client whose server is http://: httpx's default transport
+    (certificates verified, ``SSL_CERT_FILE``/``SSL_CERT_DIR`` honoured), built on the first
+    https:// request rather than with the client (AGENTS 60)."""
+
+    def __init__(self) -> None:
+        self.inner: httpx.AsyncHTTPTransport | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.inner is None:
+            self.inner = httpx.AsyncHTTPTransport()
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        if self.inner is not None:
+            await self.inner.aclose()
+
+
 class ChattoClient:
     """Async ConnectRPC client bound to one Chatto base URL and one credential.
 
@@ -325,7 +344,16 @@ class ChattoClient:
         headers = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
         if secret:
             headers["Authorization"] = "Bearer " + secret
-        self._http = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout), transport=transport)
+        if transport is None and base.startswith("http://") and not getproxies():
+            # a plain-HTTP server: no TLS context (its CA bundle costs ~40 ms) until an https://
+            # request (a signed asset URL elsewhere) needs one; that one is verified as always
+            transport = httpx.AsyncHTTPTransport(verify=False)
+            mounts: dict[str, httpx.AsyncBaseTransport] | None = {"https://": _VerifiedOnFirstUse()}
+        else:
+            mounts = None
+        self._http = httpx.AsyncClient(
+            headers=headers, timeout=httpx.Timeout(timeout), transport=transport, mounts=mounts
+        )
         self._retries = max(0, int(read_retries))
         self._on_request = on_request
         self._backoff = (max(0.0, backoff_initial), max(0.0, backoff_max))

@@ -772,3 +772,110 @@ async def test_a_refusal_that_echoes_the_key_builds_an_error_without_it(mock, ca
     texts = [str(err), err.message, repr(err), repr(err.args), caplog.text]
     assert not [t for t in texts if key in t or secret in t], "key material in the error or the logs"
     assert "Bearer ***" in str(err) and "invalid_argument" in str(err), str(err)
+
+
+# ------------------------------------------------------------------ TLS of a plain-HTTP server (AGENTS 60)
+
+
+def _self_signed(tmp_path: Path) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 that no CA signed: (cert file, key file)."""
+    pytest.importorskip("cryptography")  # hermes-agent's dependency
+    import ipaddress
+    from datetime import timedelta
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return str(cert_file), str(key_file)
+
+
+async def _http_server(ssl_ctx=None):
+    """A loopback server answering every request ``200 ok``; returns (server, port, request heads)."""
+    import asyncio
+
+    heads: list[bytes] = []
+
+    async def handle(reader, writer):
+        try:
+            heads.append(await reader.readuntil(b"\r\n\r\n"))
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+            await writer.drain()
+        except Exception:  # noqa: BLE001 - a refused handshake ends here
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=ssl_ctx)
+    return server, server.sockets[0].getsockname()[1], heads
+
+
+async def test_a_plain_http_client_loads_no_ca_until_https_and_then_verifies(tmp_path, monkeypatch):
+    import ssl
+
+    loads: list[object] = []
+    real = ssl.SSLContext.load_verify_locations
+
+    def counted(self, *a, **kw):
+        loads.append(a or kw)
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+        monkeypatch.delenv(var.lower(), raising=False)
+    cert, key = _self_signed(tmp_path)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(cert, key)
+    plain, plain_port, _ = await _http_server()
+    tls, tls_port, tls_heads = await _http_server(server_ctx)
+    loads.clear()
+    client = ChattoClient(f"http://127.0.0.1:{plain_port}", KEY)
+    try:
+        assert loads == []  # the http:// server needs no CA bundle
+        assert (await client.http.get(f"http://127.0.0.1:{plain_port}/x")).text == "ok"
+        assert loads == []
+        # an https:// URL elsewhere (a signed asset URL) gets a verifying context: an
+        # unknown issuer is refused, nothing reaches the server
+        with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            await client.http.get(f"https://127.0.0.1:{tls_port}/x")
+        assert len(loads) == 1
+        assert tls_heads == []
+    finally:
+        await client.aclose()
+        plain.close()
+        tls.close()
+
+
+async def test_a_plain_http_client_keeps_the_environment_proxy(monkeypatch):
+    proxy, port, heads = await _http_server()
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    try:
+        async with ChattoClient("http://chatto.test", KEY, read_retries=0) as c:
+            with pytest.raises(ChattoError):
+                await c.get_viewer()  # the proxy's "ok" is not a Connect answer
+        assert heads and heads[0].startswith(
+            b"POST http://chatto.test/api/connect/chatto.api.v1.ViewerService/GetViewer "
+        )
+    finally:
+        proxy.close()
