@@ -81,6 +81,8 @@ _BUSY_MS = 10_000
 #: (seconds; 180 days). Such a thread, if it ever speaks again, is seeded afresh.
 FRONTIER_MAX_AGE = 180 * 86_400.0
 
+_INSERT_SEEN_ONE = "INSERT OR IGNORE INTO seen (event_id, seen_at) VALUES (?, ?)"
+
 # ``seen.seq`` is a plain rowid (no AUTOINCREMENT, whose ``sqlite_sequence`` row is one more
 # page written per commit: ~30 % of the on-loop commit, ``make bench`` P3): a new row's seq is
 # the largest + 1, and the prune only ever deletes the oldest rows, so seq stays in arrival
@@ -558,10 +560,13 @@ class SeenStore:
         try:
             now = time.time()
             try:
-                cur = self._fast.execute(
-                    "INSERT OR IGNORE INTO seen (event_id, seen_at) VALUES " + ",".join(["(?, ?)"] * len(pending)),
-                    [x for eid in pending for x in (eid, now)],
-                )
+                if len(pending) == 1:  # the usual case: one turn's id (the statement is cached as is)
+                    cur = self._fast.execute(_INSERT_SEEN_ONE, (pending[0], now))
+                else:
+                    cur = self._fast.execute(
+                        "INSERT OR IGNORE INTO seen (event_id, seen_at) VALUES " + ",".join(["(?, ?)"] * len(pending)),
+                        [x for eid in pending for x in (eid, now)],
+                    )
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc):
                     raise

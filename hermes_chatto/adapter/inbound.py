@@ -16,6 +16,7 @@ A dispatch becomes ``host.build_source(...)`` (always — it stamps the routed p
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -35,7 +36,7 @@ from ..ingress import (
 from ..logs import get_logger
 from ..wire import events as E
 from ..wire.errors import ChattoError, ChattoNotFound
-from ..wire.types import ChattoMessage, ChattoRoom, ThreadKey, evolve
+from ..wire.types import ChattoMessage, ChattoRoom, ThreadKey
 from .boundary import ErrorBoundary
 from .conn import Conn
 from .durable import DurableGate
@@ -311,14 +312,14 @@ class Inbound:
             author = await self._users.fetch(msg.author_id)
             if author is None:
                 return msg, d
-            msg = evolve(msg, author=author)
+            msg = dataclasses.replace(msg, author=author)
             if bot_gate(msg, d.reason, self.ctx_for(room, msg)) is None:
                 return msg, IngressDecision(False, "other_bot", chat_id=msg.room_id, message_id=msg.event_id)
         author = msg.author
         assert author is not None
         name = sender_name(author.label, author.login or author.id)  # no newline, mark or header in it
         chat_name = chat_name_for(d.chat_type, d.chat_name or "", name)
-        return msg, evolve(d, user_name=name, is_bot=author.is_bot, chat_name=chat_name)
+        return msg, dataclasses.replace(d, user_name=name, is_bot=author.is_bot, chat_name=chat_name)
 
     async def _loop_gate(self, msg: ChattoMessage, d: IngressDecision) -> IngressDecision:
         """The loop breaker (:mod:`.loops`): a person's message resets its room's and thread's
@@ -374,7 +375,7 @@ class Inbound:
                 exc,
             )
             return None
-        return evolve(full, author=thin.author, mentions_viewer=thin.mentions_viewer)
+        return dataclasses.replace(full, author=thin.author, mentions_viewer=thin.mentions_viewer)
 
     async def on_new_message(self, msg: ChattoMessage, *, thin: bool = False, context: str | None = None) -> None:
         """Ingress for one new message, then build the source/event and hand it to the host.
@@ -396,7 +397,7 @@ class Inbound:
                 d = IngressDecision(False, why or "unreadable", chat_id=msg.room_id, message_id=msg.event_id)
             else:
                 msg = full
-                d = evolve(d, text=msg.body or "")
+                d = dataclasses.replace(d, text=msg.body or "")
         if not d.dispatch:
             self._conn.counters["dropped"] += 1
             logger.debug("Chatto: drop %s (%s)", msg.event_id, d.reason)

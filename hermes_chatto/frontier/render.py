@@ -34,7 +34,6 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
-from functools import lru_cache
 
 from ..wire.types import ChattoMessage, ChattoUser
 from .fold import fold, neutralise, strip_format
@@ -172,12 +171,6 @@ def _fold_name(name: str | None) -> str:
     return unicodedata.normalize("NFKC", strip_format(str(name or "")))
 
 
-#: distinct (name, fallback) pairs whose label is remembered (each ~0.3 KB): names repeat on
-#: every line and turn of the same people, and the fold is ~10 µs (``make bench`` P3)
-NAME_CACHE = 1024
-
-
-@lru_cache(maxsize=NAME_CACHE)
 def inert_name(name: str | None, fallback: str = "") -> str:
     """An author label: the name without format characters, NFKC-normalised, then
     :func:`inert_text` (so no look-alike of ``(you)``/``(bot)`` is left in it: a display
@@ -211,7 +204,6 @@ def inert_trigger(text: str | None) -> str:
     return "\n".join(out)
 
 
-@lru_cache(maxsize=NAME_CACHE)
 def sender_name(name: str | None, fallback: str = "") -> str:
     """A sender's display name as the host shows it (``[name]`` before the turn's text, the
     session source, logs): :func:`inert_name` without a leading bracket (pure)."""
@@ -268,7 +260,6 @@ def _safe_id(event_id: str) -> str:
     return "".join(c for c in str(event_id or "") if c.isascii() and (c.isalnum() or c in "_-"))[:64]
 
 
-@lru_cache(maxsize=NAME_CACHE)
 def _author_name(name: str, fallback: str) -> str:
     """An author as a first line shows it: :func:`inert_name`, without ``:`` (``Bob: I approve.
     Alice`` must not read as Bob's words) and without leading characters that fold to a

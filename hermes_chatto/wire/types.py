@@ -18,7 +18,7 @@ import calendar
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
 
 if TYPE_CHECKING:
     from google.protobuf.timestamp_pb2 import Timestamp
@@ -200,27 +200,6 @@ class ChattoMessage:
     def thread(self) -> ThreadKey:
         """The :class:`ThreadKey` of the thread this message belongs to (itself for a root)."""
         return ThreadKey(self.room_id, self.thread_root_event_id or self.event_id)
-
-
-_T = TypeVar("_T")
-
-
-def evolve(obj: _T, **changes: object) -> _T:
-    """A copy of the slots dataclass ``obj`` with ``changes`` (field name -> value), like
-    ``dataclasses.replace`` without its per-call field introspection and ``__init__`` (about a
-    tenth of its CPU on a hot path: ``make bench`` P3). No validation: a name that is not a
-    field raises ``AttributeError``; ``__post_init__`` does not run (none of this module's
-    and ``ingress``'s message and decision types has one)."""
-    cls = type(obj)
-    fields: tuple[str, ...] = cls.__slots__  # type: ignore[attr-defined]
-    unknown = changes.keys() - fields
-    if unknown:
-        raise AttributeError(f"{cls.__name__} has no field {sorted(unknown)[0]!r}")
-    new = object.__new__(cls)
-    setter = object.__setattr__  # frozen classes too
-    for name in fields:
-        setter(new, name, changes[name] if name in changes else getattr(obj, name))
-    return new
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from hermes_chatto.adapter.senders import SenderVerdicts
-from hermes_chatto.ingress import IngressDecision
-from hermes_chatto.wire.types import ChattoMessage, ChattoUser, evolve
 
 
 class Host:
@@ -79,15 +75,3 @@ def test_a_failing_check_raises_and_is_not_remembered():
         with pytest.raises(RuntimeError):
             v.allowed("Ualice", "group", "R1")
     assert host.calls == 2 and len(v) == 0
-
-
-def test_evolve_is_dataclasses_replace_for_the_ingest_types():
-    m = ChattoMessage(event_id="E1", room_id="R1", author_id="U1", body="hi", mentions_viewer=True)
-    user = ChattoUser(id="U1", login="alice", display_name="Alice")
-    assert evolve(m, author=user) == dataclasses.replace(m, author=user)
-    assert evolve(m, author=user) is not m and m.author is None
-    d = IngressDecision(True, "dispatch_mention", chat_id="R1", text="x")
-    assert evolve(d, text="y", is_bot=True) == dataclasses.replace(d, text="y", is_bot=True)
-    assert evolve(user, display_name="A") == dataclasses.replace(user, display_name="A")  # frozen too
-    with pytest.raises(AttributeError, match="nope"):
-        evolve(m, nope=1)
