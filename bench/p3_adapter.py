@@ -396,7 +396,7 @@ async def run() -> None:
         which = os.environ["P3_STAGES"]
         await timed(chatto_on, batch("chatto")[:200])
         new_threads(995)
-        fr = batch("chatto", which != "skip")
+        fr = batch("chatto", which != "skip")[: 200 if os.environ.get("P3_FIRST") else None]
         wrap(ib, "_has_session", "_has_session")
         wrap_sync(rt, "_decode", "rt._decode")
         spent.clear()
