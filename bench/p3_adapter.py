@@ -396,7 +396,9 @@ async def run() -> None:
         which = os.environ["P3_STAGES"]
         await timed(chatto_on, batch("chatto")[:200])
         new_threads(995)
-        fr = batch("chatto", which != "skip")[: 200 if os.environ.get("P3_FIRST") else None]
+        fr = batch("chatto", which != "skip")
+        if os.environ.get("P3_FIRST"):  # a round's first turns only / its quiet turns only
+            fr = fr[:200] if os.environ["P3_FIRST"] == "1" else fr[200:]
         wrap(ib, "_has_session", "_has_session")
         wrap_sync(rt, "_decode", "rt._decode")
         spent.clear()
