@@ -4,7 +4,7 @@ A thread turn asks the runner's authorization check (0.19.0
 ``BasePlatformAdapter._is_sender_authorized`` → ``GatewayRunner._is_user_authorized``) before
 the frontier moves the thread's cursor for it: a turn the host will refuse must not consume
 the thread's unseen messages. That check rebuilds its allowlist tables and reads the
-environment on every call (~50 µs of CPU, a tenth of a message's cost in ``make bench`` P3),
+environment on every call (~58 µs of CPU alone, a sixth of a turn's cost in ``make bench`` P3),
 and the same few people post in a row. So a verdict is kept :data:`VERDICT_TTL_S` seconds.
 
 What a stale verdict can do, at most for that long after an operator changes the allowlist

@@ -106,8 +106,7 @@ class ThreadIndex:
         """Whether the bot takes part in thread ``key``: it posted there, the root is its own
         (one cached ``GetMessage``), or ``has_session()`` (``sender`` already has a session
         for the thread; ``None``: cannot tell; a no is remembered per sender:
-        :attr:`sessionless`); remembered once
-        true."""
+        :attr:`sessionless`); remembered once true."""
         if not key.root_id:
             return False
         if self.takes_part(key):
