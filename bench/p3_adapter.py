@@ -29,6 +29,13 @@ CPU is ``time.process_time`` (every thread of the process: work pushed to a thre
 per batch of ``P3_MESSAGES`` messages, the variants interleaved in a rotating order for
 ``P3_ROUNDS`` rounds; the figure is the median over rounds of µs per message, the ratio the
 median of the per-round ratios (both measured in the same round, so machine load cancels).
+
+Probes instead of the figures: ``P3_STAGES=on|off|skip`` prints the event loop thread's CPU per
+stage of the Chatto path for one round's batch (``P3_FRONTIER_STAGES=1`` adds the frontier's
+steps), ``P3_PROFILE=on|off`` a cProfile (``P3_SORT`` its order), ``P3_SLICES=1`` the cost of a
+round in slices of 200 (the first slice is the threads' first turns), ``P3_THREADS=1`` each
+batch's loop-thread and garbage-collector CPU; ``P3_FIRST=1|quiet`` limits ``P3_STAGES`` and
+``P3_PROFILE`` to a round's first or quiet turns.
 """
 
 from __future__ import annotations
@@ -330,7 +337,9 @@ async def run() -> None:
         await timed(variants[which], batch("chatto")[:200])
         prof = cProfile.Profile()
         new_threads(998)  # a round's mix: one turn in ten is its thread's first
-        frames_p = batch("chatto")[: 200 if os.environ.get("P3_FIRST") else None]
+        frames_p = batch("chatto")
+        if os.environ.get("P3_FIRST"):  # as for P3_STAGES: a round's first or quiet turns only
+            frames_p = frames_p[:200] if os.environ["P3_FIRST"] == "1" else frames_p[200:]
         prof.enable()
         await timed(variants[which], frames_p)
         prof.disable()
