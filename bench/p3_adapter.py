@@ -36,6 +36,10 @@ steps), ``P3_PROFILE=on|off`` a cProfile (``P3_SORT`` its order), ``P3_SLICES=1`
 round in slices of 200 (the first slice is the threads' first turns), ``P3_THREADS=1`` each
 batch's loop-thread and garbage-collector CPU; ``P3_FIRST=1|quiet`` limits ``P3_STAGES`` and
 ``P3_PROFILE`` to a round's first or quiet turns.
+
+The stderr line "reads answered from memory" counts ``GetMessage`` reads of the turns' messages
+and, as ``unstaged``, of thread roots the bench never posted (a reply not for the bot in a
+thread whose root is unknown reads its root once, to learn whether the bot wrote it).
 """
 
 from __future__ import annotations
@@ -329,6 +333,13 @@ async def run() -> None:
         "floor": feed_floor,
         "mm_steady": feed_mattermost_steady,
     }
+
+    async def shutdown() -> None:
+        adapter.conn.frontier = frontier_on
+        adapter.conn.client = reads._real
+        await stop_gateway(adapter)
+        sp.stop()
+
     if os.environ.get("P3_PROFILE"):  # where the Chatto path's time goes (event loop thread only)
         import cProfile
         import pstats
@@ -344,6 +355,7 @@ async def run() -> None:
         await timed(variants[which], frames_p)
         prof.disable()
         pstats.Stats(prof).sort_stats(os.environ.get("P3_SORT", "cumulative")).print_stats(45)
+        await shutdown()
         return
     if os.environ.get("P3_STAGES"):  # CPU (loop thread) per stage, nested stages included in their callers
         import functools
@@ -417,6 +429,7 @@ async def run() -> None:
         note(f"total {total * 1e6 / len(fr):.1f} µs/msg")
         for k, v in sorted(spent.items(), key=lambda kv: -kv[1]):
             note(f"  {k:22s} {v * 1e6 / len(fr):7.1f} µs/msg")
+        await shutdown()
         return
     if os.environ.get("P3_SLICES"):
         await timed(chatto_on, batch("chatto")[:200])
@@ -425,6 +438,7 @@ async def run() -> None:
             fr = batch("chatto")
             for i in range(0, len(fr), 200):
                 await timed(chatto_on if w == "on" else chatto_off, fr[i : i + 200])
+        await shutdown()
         return
     # warm-up: every path once (imports, caches, the first author reads)
     for name, feed in variants.items():
@@ -450,10 +464,7 @@ async def run() -> None:
     note(f"P3: adapter counters over {n_chatto} Chatto messages: {dc}")
     note(f"P3: frontier counters (context on, {ROUNDS * PER_ROUND} messages): {dfr}")
     note(f"P3: reads answered from memory: { {k: v - r0[k] for k, v in reads.reads.items()} }")
-    adapter.conn.frontier = frontier_on
-    adapter.conn.client = reads._real
-    await stop_gateway(adapter)
-    sp.stop()
+    await shutdown()
 
     med = {k: statistics.median(v) for k, v in per.items()}
     ratio_on = statistics.median(a / b for a, b in zip(per["on"], per["mm"], strict=True))
