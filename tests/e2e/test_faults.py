@@ -1060,10 +1060,13 @@ async def test_projection_reset_and_25h_old_cursor_mid_stream(gw_factory, chatto
         what="a reset catch-up after projection_reset_required",
     )
 
-    # (b) a 25-hour-old resume cursor: the clock jumps, then the socket drops
+    # (b) a 25-hour-old resume cursor: the socket drops, then the clock jumps. In this order:
+    # the server stamps a cursor when it sends it, so an event sent between a jump and the
+    # drop (the bot's own answer to (a)'s mention, say) gave the bot a fresh cursor and the
+    # reconnect resumed instead of resetting (one CI failure, Python 3.13, 2026-12-04)
     await wait_for(lambda: bot_socket_open(srv, world.bot), timeout=20, what="socket back")
-    srv.advance_clock(25 * 3600)
     srv.drop_sockets(world.bot)
+    srv.advance_clock(25 * 3600)
     for _ in range(5):
         world.reply(rng, roots)
     srv.post(world.alice, world.rooms[6], f"@helper_bot while the cursor was stale {world.token()}")
