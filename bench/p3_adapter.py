@@ -71,11 +71,7 @@ class ReadsFromMemory:
         self.bodies: dict[str, tuple[bytes, Any, tuple[str, str] | None]] = {}
         self.threads: dict[tuple[str, str], list[Any]] = {}  # (room, root) -> pb.Message list
         self.reads = {"GetMessage": 0, "GetThreadEvents": 0}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
-
-    async def get_message(self, room_id: str, event_id: str) -> Any:
+        # resolved once: the bench's own lookups are not the plugin's CPU
         from hermes_chatto.wire.types import ChattoMessage
 
         try:
@@ -88,6 +84,12 @@ class ReadsFromMemory:
             def decode_get_message(body: bytes) -> ChattoMessage:
                 return message_from_pb(decode_json(pb.GetMessageResponse, body).message)
 
+        self._decode, self._message = decode_get_message, ChattoMessage
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    async def get_message(self, room_id: str, event_id: str) -> Any:
         self.reads["GetMessage"] += 1
         staged = self.bodies.pop(event_id, None)
         body = None
@@ -99,8 +101,8 @@ class ReadsFromMemory:
                 del posted[1:-60]
         if body is None:  # a root read for its author (threads.root_is_own): a person's
             self.reads["unstaged"] = self.reads.get("unstaged", 0) + 1
-            return ChattoMessage(event_id=event_id, room_id=room_id, author_id="Uperson", body="")
-        return decode_get_message(body)
+            return self._message(event_id=event_id, room_id=room_id, author_id="Uperson", body="")
+        return self._decode(body)
 
     async def get_thread_events(self, room_id: str, root: str, *, limit: int | None = None, **kw: Any) -> Any:
         from hermes_chatto.wire.types import TimelinePage, message_from_pb
