@@ -231,21 +231,27 @@ class Inbound:
     def ctx_for(self, room: ChattoRoom | None, msg: ChattoMessage, bot_in_thread: bool | None = None) -> IngressContext:
         """The ingress context of ``msg`` in ``room`` (``bot_in_thread`` from the thread index
         unless given)."""
-        s = self._conn.settings
+        conn = self._conn
+        s = conn.settings
         if bot_in_thread is None:
             bot_in_thread = bool(msg.thread_root_event_id) and self._threads.is_joined(msg.thread)
-        return IngressContext(
-            bot_user_id=self._conn.bot_user_id,
-            bot_login=self._conn.bot_login,
-            room_kind=(room.kind if room is not None else ""),
-            room_name=(room.name if room is not None else ""),
-            free_response=bool(room is not None and room.id in self._rooms.free),
-            require_mention=s.require_mention,
-            bot_in_thread=bot_in_thread,
-            reply_in_thread=s.reply_in_thread,
-            recently_created=self._threads.own,
-            allow_bots=getattr(s, "allow_bots", "none"),
-            thread_require_mention=bool(getattr(s, "thread_require_mention", False)),
+        if room is None:
+            kind = name = ""
+            free = False
+        else:
+            kind, name, free = room.kind, room.name, room.id in self._rooms.free
+        return IngressContext(  # positional (field order): every message builds one (~1 µs less)
+            conn.bot_user_id,
+            conn.bot_login,
+            kind,
+            name,
+            free,
+            s.require_mention,
+            bot_in_thread,
+            s.reply_in_thread,
+            self._threads.own,
+            getattr(s, "allow_bots", "none"),
+            bool(getattr(s, "thread_require_mention", False)),
         )
 
     def _observe(self, msg: ChattoMessage) -> None:
