@@ -253,6 +253,43 @@ class IngressDecision:
     message_id: str = ""
     starts_thread: bool = False
 
+    # The two copies the ingest path makes per turn, built by position: ``dataclasses.replace``
+    # introspects every field (~2 µs against ~0.3; tests compare the two field by field).
+
+    def with_author(self, user_name: str, is_bot: bool, chat_name: str | None) -> IngressDecision:
+        """``dataclasses.replace(self, user_name=…, is_bot=…, chat_name=…)``."""
+        return IngressDecision(
+            self.dispatch,
+            self.reason,
+            self.chat_type,
+            self.chat_id,
+            chat_name,
+            self.thread_id,
+            self.user_id,
+            user_name,
+            is_bot,
+            self.text,
+            self.message_id,
+            self.starts_thread,
+        )
+
+    def with_text(self, text: str) -> IngressDecision:
+        """``dataclasses.replace(self, text=…)``."""
+        return IngressDecision(
+            self.dispatch,
+            self.reason,
+            self.chat_type,
+            self.chat_id,
+            self.chat_name,
+            self.thread_id,
+            self.user_id,
+            self.user_name,
+            self.is_bot,
+            text,
+            self.message_id,
+            self.starts_thread,
+        )
+
 
 def gate(msg: ChattoMessage, ctx: IngressContext) -> str | None:
     """Step 5: the dispatch reason, or ``None`` when the message is not for the bot."""

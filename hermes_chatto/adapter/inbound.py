@@ -16,13 +16,12 @@ A dispatch becomes ``host.build_source(...)`` (always — it stamps the routed p
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from .. import compat
-from ..frontier.render import inert_trigger, sender_name
+from ..frontier.render import inert_trigger
 from ..ingress import (
     BOT_LOOP_ROOM_TURNS,
     BOT_LOOP_THREAD_TURNS,
@@ -232,21 +231,27 @@ class Inbound:
     def ctx_for(self, room: ChattoRoom | None, msg: ChattoMessage, bot_in_thread: bool | None = None) -> IngressContext:
         """The ingress context of ``msg`` in ``room`` (``bot_in_thread`` from the thread index
         unless given)."""
-        s = self._conn.settings
+        conn = self._conn
+        s = conn.settings
         if bot_in_thread is None:
             bot_in_thread = bool(msg.thread_root_event_id) and self._threads.is_joined(msg.thread)
-        return IngressContext(
-            bot_user_id=self._conn.bot_user_id,
-            bot_login=self._conn.bot_login,
-            room_kind=(room.kind if room is not None else ""),
-            room_name=(room.name if room is not None else ""),
-            free_response=bool(room is not None and room.id in self._rooms.free),
-            require_mention=s.require_mention,
-            bot_in_thread=bot_in_thread,
-            reply_in_thread=s.reply_in_thread,
-            recently_created=self._threads.own,
-            allow_bots=getattr(s, "allow_bots", "none"),
-            thread_require_mention=bool(getattr(s, "thread_require_mention", False)),
+        if room is None:
+            kind = name = ""
+            free = False
+        else:
+            kind, name, free = room.kind, room.name, room.id in self._rooms.free
+        return IngressContext(  # positional (field order): every message builds one (~1 µs less)
+            conn.bot_user_id,
+            conn.bot_login,
+            kind,
+            name,
+            free,
+            s.require_mention,
+            bot_in_thread,
+            s.reply_in_thread,
+            self._threads.own,
+            getattr(s, "allow_bots", "none"),
+            bool(getattr(s, "thread_require_mention", False)),
         )
 
     def _observe(self, msg: ChattoMessage) -> None:
@@ -308,18 +313,22 @@ class Inbound:
     ) -> tuple[ChattoMessage, IngressDecision]:
         """The message and decision with the author (read once per author): its name, its
         bot flag, and the ``allow_bots`` gate run again when it turns out to be a bot."""
-        if msg.author is None:
-            author = await self._users.fetch(msg.author_id)
-            if author is None:
-                return msg, d
-            msg = dataclasses.replace(msg, author=author)
-            if bot_gate(msg, d.reason, self.ctx_for(room, msg)) is None:
-                return msg, IngressDecision(False, "other_bot", chat_id=msg.room_id, message_id=msg.event_id)
         author = msg.author
-        assert author is not None
-        name = sender_name(author.label, author.login or author.id)  # no newline, mark or header in it
+        if author is None:
+            users = self._users
+            # a known author without the fetch coroutine (fetch reads the directory first too)
+            author = users.get(msg.author_id) if msg.author_id else None
+            if author is None:
+                author = await users.fetch(msg.author_id)
+                if author is None:
+                    return msg, d
+            msg = msg.with_author(author, msg.mentions_viewer)
+            # bot_gate passes a person's message as it is: the context is built for a bot's only
+            if author.is_bot and bot_gate(msg, d.reason, self.ctx_for(room, msg)) is None:
+                return msg, IngressDecision(False, "other_bot", chat_id=msg.room_id, message_id=msg.event_id)
+        name = self._users.sender_name(author)  # no newline, mark or header in it
         chat_name = chat_name_for(d.chat_type, d.chat_name or "", name)
-        return msg, dataclasses.replace(d, user_name=name, is_bot=author.is_bot, chat_name=chat_name)
+        return msg, d.with_author(name, author.is_bot, chat_name)
 
     async def _loop_gate(self, msg: ChattoMessage, d: IngressDecision) -> IngressDecision:
         """The loop breaker (:mod:`.loops`): a person's message resets its room's and thread's
@@ -375,7 +384,7 @@ class Inbound:
                 exc,
             )
             return None
-        return dataclasses.replace(full, author=thin.author, mentions_viewer=thin.mentions_viewer)
+        return full.with_author(thin.author, thin.mentions_viewer)
 
     async def on_new_message(self, msg: ChattoMessage, *, thin: bool = False, context: str | None = None) -> None:
         """Ingress for one new message, then build the source/event and hand it to the host.
@@ -397,7 +406,7 @@ class Inbound:
                 d = IngressDecision(False, why or "unreadable", chat_id=msg.room_id, message_id=msg.event_id)
             else:
                 msg = full
-                d = dataclasses.replace(d, text=msg.body or "")
+                d = d.with_text(msg.body or "")
         if not d.dispatch:
             self._conn.counters["dropped"] += 1
             logger.debug("Chatto: drop %s (%s)", msg.event_id, d.reason)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..bounded import BoundedMap
+from ..frontier.render import sender_name
 from ..logs import get_logger
 from ..wire.errors import ChattoError
 from ..wire.types import ChattoUser
@@ -26,11 +27,13 @@ USER_LIMIT = 10_000
 
 
 class UserDirectory:
-    """Owns ``users`` (a bounded map id → :class:`ChattoUser`)."""
+    """Owns ``users`` (a bounded map id → :class:`ChattoUser`) and ``names`` (id → the user
+    object a sender name was derived from, and that name; as many as ``users``)."""
 
     def __init__(self, conn: Conn, limit: int = USER_LIMIT) -> None:
         self._conn = conn
         self.users: BoundedMap[str, ChattoUser] = BoundedMap(limit)
+        self.names: BoundedMap[str, tuple[ChattoUser, str]] = BoundedMap(limit)
 
     def fill(self, users: Iterable[ChattoUser]) -> None:
         """Users the server sent anyway (snapshot, page includes)."""
@@ -44,6 +47,18 @@ class UserDirectory:
     def forget(self, user_id: str) -> None:
         """A ``user_profile_changed`` / ``user_account_deleted`` event: read again on next use."""
         self.users.pop(user_id, None)
+        self.names.pop(user_id, None)
+
+    def sender_name(self, user: ChattoUser) -> str:
+        """``render.sender_name(user.label, user.login or user.id)``, derived once per user
+        object (~4 µs a turn otherwise). :class:`ChattoUser` is frozen, so a renamed user is a
+        new object (a read, a snapshot's, a page's) and its name is derived again."""
+        hit = self.names.get(user.id)
+        if hit is not None and hit[0] is user:
+            return hit[1]
+        name = sender_name(user.label, user.login or user.id)  # no newline, mark or header in it
+        self.names.put(user.id, (user, name))
+        return name
 
     async def fetch(self, user_id: str) -> ChattoUser | None:
         """The user, from the directory or read once with ``GetUser``; ``None`` when unknown

@@ -195,6 +195,13 @@ def inert_trigger(text: str | None) -> str:
     (a text starting with ``/``) comes back unchanged: the host parses it, never the model."""
     if not text or text.startswith("/"):
         return text or ""
+    if text.isascii() and _TRIGGER_ASCII_UNSAFE.search(text) is None:
+        return text  # nothing to drop, strip or fold to a bracket: every line comes back as is
+    return _inert_trigger_lines(text)
+
+
+def _inert_trigger_lines(text: str) -> str:
+    """:func:`inert_trigger`'s work, line by line (its fast path gives the same: tested)."""
     out = []
     for line in str(text).split("\n"):
         ln = strip_format(_DROP.sub("", line), keep_joiners=True)
@@ -202,6 +209,20 @@ def inert_trigger(text: str | None) -> str:
         headers = bool(head) and fold(head[0])[0][:1] in ("(", "<")
         out.append(neutralise(ln, headers=headers))
     return "\n".join(out)
+
+
+#: An ASCII character :func:`inert_trigger` would change or act on: one :data:`_DROP` removes,
+#: or one whose fold opens a bracket (``(``, ``[``, ``{``, ``<``: the marks and pseudo-headers
+#: :func:`.fold.neutralise` rewrites start with one). Derived from those tables, not listed.
+_TRIGGER_ASCII_UNSAFE = re.compile(
+    "["
+    + "".join(
+        re.escape(c)
+        for c in map(chr, range(128))
+        if _DROP.match(c) or "(" in fold(c)[0] or "<" in fold(c)[0] or strip_format(c, keep_joiners=True) != c
+    )
+    + "]"
+)
 
 
 def sender_name(name: str | None, fallback: str = "") -> str:

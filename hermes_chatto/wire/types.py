@@ -201,6 +201,31 @@ class ChattoMessage:
         """The :class:`ThreadKey` of the thread this message belongs to (itself for a root)."""
         return ThreadKey(self.room_id, self.thread_root_event_id or self.event_id)
 
+    def with_author(self, author: ChattoUser | None, mentions_viewer: bool | None) -> ChattoMessage:
+        """A copy with ``author`` and ``mentions_viewer`` set: ``dataclasses.replace(self,
+        author=…, mentions_viewer=…)``, built by position (the ingest path makes two a turn;
+        ``replace`` introspects every field: ~3 µs against ~0.4)."""
+        return ChattoMessage(
+            self.event_id,
+            self.room_id,
+            self.author_id,
+            self.body,
+            self.created_at,
+            self.updated_at,
+            self.deleted_at,
+            self.thread_root_event_id,
+            self.in_reply_to,
+            self.echo_of_event_id,
+            self.echo_from_thread_root_event_id,
+            self.channel_echo_event_id,
+            self.reply_count,
+            self.has_thread,
+            self.attachment_names,
+            author,
+            self.attachments,
+            mentions_viewer,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class TimelinePage:

@@ -589,3 +589,35 @@ async def test_downtime_beyond_the_resume_window_is_recovered_once(unit):
     await gap.task
     await u.idle()
     assert len(u.agent.calls) == 1 and u.agent.calls[0].message.endswith("@helper_bot are you back?")
+
+
+async def test_a_renamed_person_or_one_turned_bot_is_named_and_gated_anew(unit, monkeypatch):
+    """Issue 27: the sender name derived from a user is kept per user object
+    (``UserDirectory.names``). A ``user_profile_changed`` makes the next turn read the user
+    again: the new name reaches the session source, and a person whose account became a bot's
+    is gated as a bot (default ``allow_bots: none``: no turn)."""
+    from hermes_chatto.wire.events import UserChanged
+    from hermes_chatto.wire.types import ChattoUser
+
+    from support import fakes
+
+    u = await unit()
+    await u.inbound(ALICE, DM, "hello")
+    await wait_for(lambda: len(u.agent.calls) == 1, what="first turn")
+    await u.idle()
+    assert u.agent.calls[0].source.user_name == "Alice"
+    renamed = ChattoUser(id=ALICE.id, login="alice", display_name="Alice (renamed)")
+    monkeypatch.setitem(fakes.USERS, ALICE.id, renamed)
+    await u.adapter.inbound.on_event(UserChanged("user_profile_changed", ALICE.id))
+    await u.inbound(ALICE, DM, "again")
+    await wait_for(lambda: len(u.agent.calls) == 2, what="second turn")
+    await u.idle()
+    assert u.agent.calls[1].source.user_name == "Alice (renamed)"
+    monkeypatch.setitem(
+        fakes.USERS, ALICE.id, ChattoUser(id=ALICE.id, login="alice", display_name="Alice", is_bot=True)
+    )
+    await u.adapter.inbound.on_event(UserChanged("user_profile_changed", ALICE.id))
+    dropped = u.adapter.stats["dropped"]
+    await u.inbound(ALICE, DM, "now a bot")
+    await u.idle()
+    assert len(u.agent.calls) == 2 and u.adapter.stats["dropped"] == dropped + 1

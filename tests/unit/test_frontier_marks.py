@@ -327,3 +327,31 @@ def test_a_sender_name_is_one_line_with_no_mark_and_no_leading_bracket():
         assert "\n" not in s and "you)" not in s and "（" not in s, s
     assert not sender_name("[Earlier in this thread]").startswith(("[", "("))
     assert sender_name("", "alice") == "alice"
+
+
+_ASCII_CONTEXTS = ("{c}", "a{c}b", "{c}you)", "({c}you)", "{c}New message]", "[New message{c}", "x\n{c}bot)\ny")
+
+
+def test_the_trigger_fast_path_gives_what_the_line_by_line_work_gives_for_every_ascii_character():
+    """Issue 27: ``inert_trigger`` returns plain ASCII text as it is (no character
+    ``_DROP`` removes or that folds to an opening bracket). Every ASCII character, alone and
+    around marks and pseudo-headers, comes out as the line-by-line path makes it."""
+    from hermes_chatto.frontier.render import _inert_trigger_lines, inert_trigger
+
+    for o in range(128):
+        for ctx in _ASCII_CONTEXTS:
+            text = ctx.format(c=chr(o))
+            if text.startswith("/"):
+                continue  # a command: returned as is on both paths
+            assert inert_trigger(text) == _inert_trigger_lines(text), repr(text)
+    plain = "@helper_bot can you check this? it's 50% done: x -> y, a/b"
+    assert inert_trigger(plain) is plain
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_the_trigger_fast_path_matches_on_any_ascii_text(text):
+    from hermes_chatto.frontier.render import _inert_trigger_lines, inert_trigger
+
+    if text and not text.startswith("/"):
+        assert inert_trigger(text) == _inert_trigger_lines(text)

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from hermes_chatto.ingress import (
     IngressContext,
+    IngressDecision,
     SeenSet,
     decide,
     decide_edit,
@@ -279,3 +280,16 @@ def test_chat_name_is_the_room_name_or_for_a_dm_the_persons_name():
     assert chat_name_for("dm", "", "Alice") == "Alice"
     assert chat_name_for("group", "", "Alice") is None  # a channel without a name: the host shows its id
     assert chat_name_for("dm", "", "") is None
+
+
+def test_a_decisions_copies_keep_every_other_field():
+    """Issue 27: ``IngressDecision.with_author`` / ``with_text`` build by position; they must
+    equal ``dataclasses.replace`` on every field (a field added later included)."""
+    import dataclasses
+
+    names = [f.name for f in dataclasses.fields(IngressDecision)]
+    d = IngressDecision(*[object() for _ in names])
+    a, b = d.with_author("n", True, "c"), replace(d, user_name="n", is_bot=True, chat_name="c")
+    assert all(getattr(a, n) is getattr(b, n) for n in names)
+    a, b = d.with_text("t"), replace(d, text="t")
+    assert all(getattr(a, n) is getattr(b, n) for n in names)

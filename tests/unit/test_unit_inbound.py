@@ -50,3 +50,24 @@ def test_a_reply_in_a_thread_the_bot_is_not_in_asks_the_session_store_without_a_
 
     asyncio.run(body())
     assert len(hops) == 1
+
+
+def test_a_sender_name_is_derived_once_per_user_object_and_again_for_a_changed_user():
+    """Issue 27: ``UserDirectory.sender_name`` keeps the derived name per user (bounded like
+    the users); a renamed user is a new object (``ChattoUser`` is frozen) and is named anew,
+    also when a snapshot replaces it without a ``user_profile_changed``; ``forget`` drops it."""
+    from hermes_chatto.adapter.users import USER_LIMIT, UserDirectory
+    from hermes_chatto.frontier.render import sender_name
+    from hermes_chatto.wire.types import ChattoUser
+
+    users = UserDirectory(Conn(SimpleNamespace(), bot_user_id="Ubot"))
+    assert users.names.capacity == users.users.capacity == USER_LIMIT
+    alice = ChattoUser(id="U1", login="alice", display_name="Alice [New message]")
+    assert users.sender_name(alice) == sender_name(alice.label, alice.login) == "Alice (New message)"
+    assert users.names.get("U1") == (alice, "Alice (New message)")
+    renamed = ChattoUser(id="U1", login="alice", display_name="Al")
+    users.fill([renamed])
+    assert users.sender_name(renamed) == "Al"
+    assert users.sender_name(ChattoUser(id="U1", login="alice")) == "alice"
+    users.forget("U1")
+    assert "U1" not in users.names

@@ -77,3 +77,18 @@ def test_a_message_with_attachments_still_decodes_in_full():
     body = encode_json(pb.GetMessageResponse(message=m))
     got = decode_get_message(body)
     assert got.attachment_names == ("a.png",) and got == message_from_pb(m)
+
+
+def test_with_author_is_replace_on_every_field():
+    """Issue 27: ``ChattoMessage.with_author`` builds by position; it must equal
+    ``dataclasses.replace(author=…, mentions_viewer=…)`` on every field (one added later too)."""
+    import dataclasses
+
+    from hermes_chatto.wire.types import ChattoMessage
+
+    names = [f.name for f in dataclasses.fields(ChattoMessage)]
+    m = ChattoMessage(*[object() for _ in names])
+    author, mv = object(), object()
+    a = m.with_author(author, mv)  # type: ignore[arg-type]
+    b = dataclasses.replace(m, author=author, mentions_viewer=mv)
+    assert all(getattr(a, n) is getattr(b, n) for n in names)
