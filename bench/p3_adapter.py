@@ -342,6 +342,15 @@ async def run() -> None:
         await stop_gateway(adapter)
         sp.stop()
 
+    async def first_or_quiet(feed: Any, frames: list[Any]) -> list[Any]:
+        """``P3_FIRST``: a round's first turns (its first ``THREADS`` frames, one per thread),
+        or its quiet turns: the rest, after the first turns were fed (untimed), so that
+        each thread's first turn is not among them."""
+        if os.environ["P3_FIRST"] == "1":
+            return frames[:THREADS]
+        await feed(frames[:THREADS])
+        return frames[THREADS:]
+
     if os.environ.get("P3_PROFILE"):  # where the Chatto path's time goes (event loop thread only)
         import cProfile
         import pstats
@@ -352,7 +361,7 @@ async def run() -> None:
         new_threads(998)  # a round's mix: one turn in ten is its thread's first
         frames_p = batch("chatto")
         if os.environ.get("P3_FIRST"):  # as for P3_STAGES: a round's first or quiet turns only
-            frames_p = frames_p[:200] if os.environ["P3_FIRST"] == "1" else frames_p[200:]
+            frames_p = await first_or_quiet(variants[which], frames_p)
         prof.enable()
         await timed(variants[which], frames_p)
         prof.disable()
@@ -421,7 +430,7 @@ async def run() -> None:
         new_threads(995)
         fr = batch("chatto", which != "skip")
         if os.environ.get("P3_FIRST"):  # a round's first turns only / its quiet turns only
-            fr = fr[:200] if os.environ["P3_FIRST"] == "1" else fr[200:]
+            fr = await first_or_quiet(chatto_off if which == "off" else chatto_on, fr)
         wrap(ib, "_has_session", "_has_session")
         wrap_sync(rt, "_decode", "rt._decode")
         spent.clear()
