@@ -338,17 +338,40 @@ def session_exists_now(session_store: Any, session_key: str) -> bool | _Unknown:
 def _will_reset(store: Any, entry: Any) -> bool:
     """Whether the runner replaces ``entry``'s session on its next turn (suspended, or
     0.19.0 ``SessionStore._should_reset(entry, origin)`` says idle/daily reset). Memory only
-    (the entry's times, the reset policy, the host's process registry)."""
+    (the entry's times, the reset policy, the host's process registry).
+
+    A reset policy of mode ``"none"`` (the host's default: "never auto-reset") is answered
+    without asking ``_should_reset``: 0.19.0 returns ``None`` on every path for it (whatever
+    the time, the entry's age or the background processes), and that check, which builds the
+    session key and asks the process registry, was most of a quiet turn's session lookup
+    (make bench P3; AGENTS decision 63). This is not a cache: the policy is read again on
+    every call, so a changed configuration is seen at once, and every other mode still asks
+    the host. ``test_will_reset_mode_none_agrees_with_the_host`` pins the host's answer."""
     try:
         if getattr(entry, "suspended", False):
             return True
-        should = getattr(store, "_should_reset", None)
         origin = getattr(entry, "origin", None)
-        if callable(should) and origin is not None:
+        if origin is None:
+            return False
+        if _reset_mode(store, origin) == "none":
+            return False
+        should = getattr(store, "_should_reset", None)
+        if callable(should):
             return bool(should(entry, origin))
     except Exception:
         _session_log.debug("Chatto frontier: reset prediction failed", exc_info=True)
     return False
+
+
+def _reset_mode(store: Any, origin: Any) -> str | None:
+    """The ``mode`` of the reset policy that applies to ``origin`` (``SessionStore.config``'s
+    public ``get_reset_policy(platform=, session_type=)``, called as 0.19.0
+    ``_should_reset`` calls it), or ``None`` when it cannot be read. May raise."""
+    get = getattr(getattr(store, "config", None), "get_reset_policy", None)
+    if not callable(get):
+        return None
+    mode = getattr(get(platform=origin.platform, session_type=origin.chat_type), "mode", None)
+    return mode if isinstance(mode, str) else None
 
 
 def _lineage_root(store: Any, sid: str) -> tuple[str, bool]:
@@ -470,7 +493,8 @@ HOST_PRIVATES: tuple[HostPrivate, ...] = (
         "_should_reset",
         "method",
         ("entry", "source"),
-        why="idle/daily reset the runner applies on the next turn",
+        why="idle/daily reset the runner applies on the next turn (not asked for policy mode 'none': "
+        "it never resets; test_will_reset_mode_none_agrees_with_the_host)",
     ),
 )
 

@@ -133,6 +133,8 @@ class ThreadView:
         trigger the last page did not show is newer than everything unseen."""
         if self.unseen_overflow:
             return True
+        if not self.unseen:  # the usual quiet turn
+            return False
         unheld = [i for i in self.unseen if i not in self.held]
         if not unheld:
             return False
@@ -153,7 +155,8 @@ class ThreadView:
         if new_thread:
             self.covered = streamed
         self.fresh = False
-        self.unseen = {i for i in self.unseen if i not in self.held}
+        if self.unseen:
+            self.unseen = {i for i in self.unseen if i not in self.held}
 
     def apply_page(
         self,
@@ -192,6 +195,19 @@ class ThreadView:
         self.pos, self.pos_anchor = positions
         if d.complete:
             self.unseen_overflow = False
+
+    def snapshot(self) -> dict[str, object]:
+        """A copy of the view (diagnostics and tests: :meth:`ThreadFrontier.snapshot`)."""
+        return {
+            "cursor": self.cursor,
+            "held": list(self.held),
+            "fresh": self.fresh,
+            "covered": self.covered,
+            "pending": self.pending,
+            "unseen": sorted(self.unseen),
+            "dirty": self.dirty(),
+            "ahead": list(self.ahead),
+        }
 
     def problems(self) -> list[str]:
         """Broken relations of this view (empty when sound)."""
@@ -465,6 +481,7 @@ class SessionLedger:
         "session_id",
         "room_id",
         "root_id",
+        "thread",
         "view",
         "turns",
         "row",
@@ -489,6 +506,9 @@ class SessionLedger:
         self.session_id = session_id
         self.room_id = room_id
         self.root_id = root_id
+        #: ``(room_id, root_id)``, built once (both are fixed for a ledger's life; a turn
+        #: compares and indexes by it several times)
+        self.thread = ThreadKey(room_id, root_id)
         owed = tuple(owed)
         held = (*held, *owed)  # owed ids never come from a page: held so no page re-delivers them
         self.view = ThreadView(cursor, held, fresh)
@@ -501,10 +521,6 @@ class SessionLedger:
         self.undelivered: dict[str, str] = {}
         #: why the session's last answer here was not delivered, for the next block (once)
         self.notice: str | None = None
-
-    @property
-    def thread(self) -> ThreadKey:
-        return ThreadKey(self.room_id, self.root_id)
 
     # ---- turns seen by the service
 

@@ -75,22 +75,27 @@ def plan_read(
     Limits are clamped to ``1..max_page``.
     """
 
-    def clamp(n: int) -> int:
-        return max(1, min(max_page, n))
-
     if fresh:
         if trigger_is_root and not trigger_has_replies:
-            return ReadPlan(False, "new_thread")
-        return ReadPlan(True, "seed", clamp(window - 1 + held_count))
-    quiet = streamed and covered and not dirty and not pending and held_count <= compact_at
-    if quiet:
-        return ReadPlan(False, "quiet")
+            return _NEW_THREAD
+        return ReadPlan(True, "seed", _clamp(window - 1 + held_count, max_page))
+    if streamed and covered and not dirty and not pending and held_count <= compact_at:
+        return _QUIET
     if cursor is None:
-        return ReadPlan(True, "reread", clamp(max_page))
+        return ReadPlan(True, "reread", _clamp(max_page, max_page))
     limit = window + held_count
     if reach is not None and reach > 0:
         limit = min(limit, reach)
-    return ReadPlan(True, "anchored", clamp(limit), after=cursor)
+    return ReadPlan(True, "anchored", _clamp(limit, max_page), after=cursor)
+
+
+def _clamp(n: int, max_page: int) -> int:
+    return max(1, min(max_page, n))
+
+
+# the plans without a read, built once (a ReadPlan is frozen; most turns are quiet)
+_QUIET = ReadPlan(False, "quiet")
+_NEW_THREAD = ReadPlan(False, "new_thread")
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,6 +94,10 @@ class TurnStart(NamedTuple):
     duplicate: bool = False
 
 
+#: the answer of a turn without a block (most turns: quiet), built once (a NamedTuple)
+_NO_BLOCK = TurnStart(None)
+
+
 def _log_duplicate(event_id: str, session_key: str) -> None:
     logger.info(
         "Chatto frontier: %s already reached session %s (an earlier block or turn); not starting a second turn",
@@ -277,7 +281,8 @@ class ThreadFrontier:
         )
         self.counters = Counters(dict.fromkeys(_COUNTER_NAMES, 0))
         self._states: BoundedMap[str, SessionLedger] = BoundedMap(self.max_sessions)
-        self._by_thread: dict[ThreadKey, set[str]] = {}
+        #: thread → its ledgers' keys; a ThreadKey equals its plain tuple (observe skips building one)
+        self._by_thread: dict[tuple[str, str], set[str]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._rows = _RowWriter(store, self.counters)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -297,7 +302,7 @@ class ThreadFrontier:
         """
         if not self.enabled or msg.is_echo or not msg.thread_root_event_id:
             return
-        keys = self._by_thread.get(ThreadKey(msg.room_id, msg.thread_root_event_id))
+        keys = self._by_thread.get((msg.room_id, msg.thread_root_event_id))
         if not keys:
             return
         for key in keys:
@@ -476,7 +481,7 @@ class ThreadFrontier:
             text, delivered = await self._reader.block(st, trigger, streamed)
             text = _with_notice(st.take_notice(), text)
             st.stage(trigger.event_id, delivered, trigger.body or "", text)
-            return TurnStart(text)
+            return TurnStart(text) if text is not None else _NO_BLOCK
 
     async def flush(self) -> None:
         """Wait until every queued row write has finished (tests, shutdown)."""
@@ -500,20 +505,7 @@ class ThreadFrontier:
         st = self._states.get(session_key)
         if st is None:
             return None
-        v = st.view
-        return {
-            "session_id": st.session_id,
-            "room_id": st.room_id,
-            "root_id": st.root_id,
-            "cursor": v.cursor,
-            "held": list(v.held),
-            "fresh": v.fresh,
-            "covered": v.covered,
-            "pending": v.pending,
-            "unseen": sorted(v.unseen),
-            "dirty": v.dirty(),
-            "ahead": list(v.ahead),
-        }
+        return {"session_id": st.session_id, "room_id": st.room_id, "root_id": st.root_id, **st.view.snapshot()}
 
     def ledger(self, session_key: str) -> SessionLedger | None:
         """The in-memory ledger of one session (tests and diagnostics; do not mutate)."""
@@ -535,6 +527,9 @@ class ThreadFrontier:
         """Make ``st`` the newest ledger of its key. Past ``max_sessions`` the least
         recently used go, except ones whose row write is still queued (a reload would read
         the older row) — unless every ledger is waiting for its write."""
+        if self._states.get(st.session_key) is st:  # a later turn of a ledger in memory: it is
+            self._states.put(st.session_key, st)  # indexed by its thread already; only refresh it
+            return
         old = self._states.pop(st.session_key)
         if old is not None and old is not st:
             self._unindex(old)
@@ -771,6 +766,8 @@ class _BlockReader:
             if plan.reason == "quiet":
                 f.counters["quiet_turns"] += 1
             view.settle_quiet(streamed, new_thread=plan.reason != "quiet")
+            if not owed[0]:  # nothing to render (the usual quiet turn): no block
+                return None, []
             text, delivered = self._render(st, owed, (), {}, trigger, more_pending=False)
         else:
             text, delivered = await self._read_and_render(st, plan, trigger, streamed, owed)

@@ -759,6 +759,45 @@ def test_session_id_for_predicts_idle_reset(tmp_path, monkeypatch):
     assert session_id_for(store, key) is None  # the runner will start a new session this turn
 
 
+def test_will_reset_mode_none_agrees_with_the_host(tmp_path, monkeypatch):
+    """Issue 27 (AGENTS decision 63): with the reset policy "none" (the host's default) the
+    prediction does not ask ``SessionStore._should_reset``, whose answer for that mode is
+    "no reset" on every path (pinned here on the installed host: an entry a month idle, no
+    background process). Not a cache: the policy is read on every call, so a session whose
+    policy now says idle reset is predicted to reset at once (the frontier then seeds a new
+    session instead of handing the old one's frontier to the new one)."""
+    from datetime import timedelta
+
+    from gateway.config import SessionResetPolicy
+
+    from hermes_chatto.compat import session_id_now, session_lookup
+
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+    store = _session_store(tmp_path)
+    store._has_active_processes_fn = lambda key: False  # the host's check goes on to the policy
+    src = _source()
+    entry = store.get_or_create_session(src)
+    key = entry.session_key
+    entry.updated_at = entry.updated_at - timedelta(days=30)
+    assert store.config.get_reset_policy(platform=src.platform, session_type=src.chat_type).mode == "none"
+    assert store._should_reset(entry, entry.origin) is None  # the host: mode "none" never resets
+
+    host_should_reset = store._should_reset
+    asked: list[str] = []
+
+    def spy(e, origin):
+        asked.append(e.session_key)
+        return host_should_reset(e, origin)
+
+    monkeypatch.setattr(store, "_should_reset", spy)
+    lineage = dict([session_lookup(store, key).lineage])
+    assert session_id_now(store, key, lineage) == session_id_for(store, key) == entry.session_id
+    assert asked == []  # answered from the policy alone
+    store.config.default_reset_policy = SessionResetPolicy(mode="idle", idle_minutes=60)
+    assert session_id_now(store, key, lineage) is None and session_id_for(store, key) is None
+    assert asked == [key, key]  # a changed policy is seen at once, and the host decides
+
+
 def test_render_block_survives_out_of_range_timestamps():
     """Reported by the fault suite: a mutated frame with Timestamp.seconds far beyond year
     9999 crashed render_block ("year 73104 is out of range"). It must render '--:--'."""
